@@ -1,0 +1,5 @@
+"""`python -m medrag` runs the CLI."""
+
+from medrag.cli import main
+
+main()

@@ -1,0 +1,45 @@
+"""The `medrag` command: thin click groups over plain functions; errors become one line and exit code 2."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from medrag.errors import MedragError
+
+USAGE_ERROR = 2
+
+
+class MedragGroup(click.Group):
+    """A click group that turns expected failures into a one-line message instead of a traceback."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        """Run the command; MedragError and database connection failures exit 2 with one line."""
+        from sqlalchemy.exc import OperationalError
+
+        try:
+            return super().invoke(ctx)
+        except MedragError as exc:
+            click.echo(f"medrag: error: {exc}", err=True)
+            sys.exit(USAGE_ERROR)
+        except OperationalError as exc:
+            reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc).splitlines()[0]
+            click.echo(f"medrag: error: database unreachable: {reason}", err=True)
+            sys.exit(USAGE_ERROR)
+
+
+@click.group(cls=MedragGroup)
+@click.version_option(package_name="medrag")
+def main() -> None:
+    """medrag: Medicare reference data in Postgres + pgvector, and answers grounded in it."""
+
+
+def _register() -> None:
+    from medrag.cli import db as db_commands
+
+    for command in db_commands.COMMANDS:
+        main.add_command(command)
+
+
+_register()

@@ -1,0 +1,91 @@
+"""`medrag db ...` and `medrag sql`: the database lifecycle and a psql shell."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from medrag import migrate
+from medrag.config import load_settings
+from medrag.db import database_url, embedded_server, libpq_url
+from medrag.embedded_pg import bin_dir
+from medrag.errors import MedragError
+
+
+@click.group("db")
+def db_group() -> None:
+    """Start, stop and migrate medrag's PostgreSQL database."""
+
+
+def _refuse_with_external(action: str) -> None:
+    if load_settings().database_url:
+        raise MedragError(f"DATABASE_URL is set: medrag uses that server and does not {action} one")
+
+
+@db_group.command("start")
+@click.option("--port", type=int, default=None, help="TCP port on 127.0.0.1 (default: the last one, else a free one).")
+def db_start(port: int | None) -> None:
+    """Start the embedded PostgreSQL + pgvector server (a no-op when it already runs)."""
+    _refuse_with_external("start")
+    server = embedded_server(load_settings())
+    already = server.status()
+    status = server.start(port=port)
+    verb = "already running" if already else "started"
+    click.echo(f"embedded PostgreSQL {verb} on 127.0.0.1:{status.port} (data: {status.data_dir})")
+
+
+@db_group.command("stop")
+def db_stop() -> None:
+    """Stop the embedded server."""
+    _refuse_with_external("stop")
+    stopped = embedded_server(load_settings()).stop()
+    click.echo("embedded PostgreSQL stopped" if stopped else "embedded PostgreSQL was not running")
+
+
+@db_group.command("status")
+def db_status() -> None:
+    """Say where the database is, whether it answers and which schema revision it has."""
+    settings = load_settings()
+    if settings.uses_embedded_db:
+        status = embedded_server(settings).status()
+        if status is None:
+            click.echo(f"embedded PostgreSQL: stopped (data: {settings.pg_dir})")
+            sys.exit(1)
+        where = f"embedded PostgreSQL on 127.0.0.1:{status.port}, pid {status.pid} (data: {status.data_dir})"
+        url = status.url()
+    else:
+        url = database_url(settings)
+        where = f"external PostgreSQL at {libpq_url(url).split('@')[-1]}"
+    revision = migrate.current_revision(url)
+    head = migrate.head_revision()
+    state = "up to date" if revision == head else f"needs `medrag db migrate` (head is {head})"
+    click.echo(f"{where}\nschema revision: {revision or 'none'} ({state})")
+
+
+@db_group.command("url")
+def db_url() -> None:
+    """Print the libpq URL of the database, for psql "$(medrag db url)"."""
+    click.echo(libpq_url(database_url(start=False)))
+
+
+@db_group.command("migrate")
+@click.option("--revision", default="head", show_default=True, help="Alembic revision to upgrade to.")
+def db_migrate(revision: str) -> None:
+    """Upgrade the schema (starting the embedded server if needed)."""
+    url = database_url()
+    migrate.upgrade(url, revision)
+    click.echo(f"schema at revision {migrate.current_revision(url)}")
+
+
+@click.command("sql", context_settings={"ignore_unknown_options": True})
+@click.argument("psql_args", nargs=-1, type=click.UNPROCESSED)
+def sql_shell(psql_args: tuple[str, ...]) -> None:
+    """Open psql (the one bundled with the embedded server) on medrag's database."""
+    psql = str(bin_dir() / "psql")
+    url = libpq_url(database_url())
+    os.execv(psql, [psql, url, *psql_args])
+
+
+COMMANDS = [db_group, sql_shell]

