@@ -11,7 +11,7 @@ CMS_SOURCE_URLS: dict[str, str] = {
     "iom": "https://www.cms.gov/medicare/regulations-guidance/manuals/internet-only-manuals-ioms",
     "mcd": "https://www.cms.gov/medicare-coverage-database/downloads/downloads.aspx",
     "hcpcs": "https://www.cms.gov/medicare/coding-billing/healthcare-common-procedure-system/quarterly-update",
-    "icd10cm": "https://www.cms.gov/medicare/coding-billing/icd-10-codes",
+    "icd10cm": "https://www.cms.gov/medicare/coding-billing/icd-10-codes/icd-10-cm-files",
 }
 
 

@@ -37,9 +37,11 @@ def main() -> None:
 
 def _register() -> None:
     from medrag.cli import db as db_commands
+    from medrag.cli import ingest as ingest_commands
 
-    for command in db_commands.COMMANDS:
-        main.add_command(command)
+    for module in (db_commands, ingest_commands):
+        for command in module.COMMANDS:
+            main.add_command(command)
 
 
 _register()

@@ -1,0 +1,59 @@
+"""What every source module provides to the refresh pipeline: release candidates and a loader."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from sqlalchemy import Connection
+
+# Fetches an HTML page (with the pipeline's retries, timeouts and size cap) and returns its text.
+GetPage = Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """A file to download for a release, with the link text it was found under."""
+
+    url: str
+    text: str = ""
+
+
+@dataclass
+class ReleaseCandidate:
+    """A release found on a source's pages: its label (None: decided from the download) and its files."""
+
+    label: str | None
+    files: list[RemoteFile]
+
+
+@dataclass
+class LoadReport:
+    """What a source loader wrote: rows per table, and members the release should have had but did not."""
+
+    rows: dict[str, int] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+    notes: dict[str, object] = field(default_factory=dict)
+
+
+class Source(Protocol):
+    """A CMS source: how releases are discovered, which tables hold them, how files become rows."""
+
+    name: str
+    tables: tuple[str, ...]
+
+    def discover(self, page_url: str, get_page: GetPage) -> list[ReleaseCandidate]:
+        """Release candidates on the source's pages, newest first."""
+        ...
+
+    def load(self, conn: Connection, release_id: int, files: list[Path], workdir: Path) -> LoadReport:
+        """Parse the downloaded files and COPY their rows (all tagged with release_id) inside `conn`'s transaction."""
+        ...
+
+
+def quarter_label(day: dt.date) -> str:
+    """'2026Q1' for any date in January-March 2026, and so on."""
+    return f"{day.year}Q{(day.month - 1) // 3 + 1}"

@@ -1,0 +1,464 @@
+"""ICD-10-CM releases (CDC tabular XML, fixed-width order file): zip discovery and parsing into plain rows."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as StdlibElementTree
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from xml.etree.ElementTree import Element
+
+import defusedxml
+import defusedxml.ElementTree as SafeElementTree
+from sqlalchemy import Connection
+
+from medrag.archive import open_zip_safely, safe_extract
+from medrag.errors import MedragError
+from medrag.htmllinks import page_links
+from medrag.loading import copy_rows
+from medrag.sources.common import GetPage, LoadReport, ReleaseCandidate, RemoteFile
+
+
+class Icd10cmFormatError(MedragError):
+    """An ICD-10-CM release file (or release archive) is malformed, unsafe or not what its name claims."""
+
+
+# Instructional-note elements shared by chapters, sections and diags, mapped to their column names.
+NOTE_COLUMNS: dict[str, str] = {
+    "inclusionTerm": "inclusion_terms",
+    "includes": "includes",
+    "excludes1": "excludes1",
+    "excludes2": "excludes2",
+    "codeFirst": "code_first",
+    "useAdditionalCode": "use_additional_code",
+    "codeAlso": "code_also",
+    "notes": "notes",
+}
+_NOTE_COLUMN_TYPES: list[tuple[str, str]] = [(column, "text[]") for column in NOTE_COLUMNS.values()]
+
+ICD10CM_CHAPTER_COLUMNS: list[tuple[str, str]] = [
+    ("chapter", "integer"),
+    ("description", "text"),
+    ("first_code", "text"),
+    ("last_code", "text"),
+    *_NOTE_COLUMN_TYPES,
+]
+
+ICD10CM_SECTION_COLUMNS: list[tuple[str, str]] = [
+    ("section_id", "text"),
+    ("description", "text"),
+    ("chapter", "integer"),
+    ("first_code", "text"),
+    ("last_code", "text"),
+    ("has_codes", "boolean"),
+    *_NOTE_COLUMN_TYPES,
+]
+
+ICD10CM_CODE_COLUMNS: list[tuple[str, str]] = [
+    ("code", "text"),
+    ("description", "text"),
+    ("parent_code", "text"),
+    ("chapter", "integer"),
+    ("section_id", "text"),
+    ("depth", "integer"),
+    ("tabular_order", "integer"),
+    ("billable", "boolean"),
+    ("requires_seventh_character", "boolean"),
+    ("is_placeholder", "boolean"),
+    *_NOTE_COLUMN_TYPES,
+    ("seven_chr_note", "text"),
+    ("seven_chr_def", "jsonb"),
+    ("seven_chr_def_notes", "text[]"),
+    ("seven_chr_def_from", "text"),
+]
+
+ICD10CM_ORDER_COLUMNS: list[tuple[str, str]] = [
+    ("order_number", "integer"),
+    ("code", "text"),
+    ("billable", "boolean"),
+    ("short_description", "text"),
+    ("long_description", "text"),
+]
+
+TABULAR_ROOT_TAG = "ICD10CM.tabular"
+# A full ICD-10-CM code has 7 characters (dot not counted); shorter codes under a sevenChrDef need one added.
+FULL_CODE_LENGTH = 7
+# Elements we know about and deliberately leave out of the rows (H54's visual impairment grid is a table,
+# not a note); they are counted in TabularRelease.skipped_elements rather than silently vanishing.
+_STRUCTURAL_TAGS = {"name", "desc", "diag", "sevenChrNote", "sevenChrDef", "section", "sectionIndex"}
+
+_WHITESPACE = re.compile(r"\s+")
+_ORDER_CODE = re.compile(r"[A-Z][0-9A-Z]{2,6}")
+_EXPLICIT_FY = re.compile(r"(?i)(?<![a-z0-9])fy[\s_-]?((?:19|20)\d{2})(?!\d)")
+_BARE_YEAR = re.compile(r"(?<!\d)((?:19|20)\d{2})(?!\d)")
+
+
+@dataclass
+class TabularRelease:
+    """One parsed tabular XML: version text, fiscal-year label and the chapter, section and code rows."""
+
+    source_file: str
+    version: str | None
+    fiscal_year: str | None
+    chapters: list[dict] = field(default_factory=list)
+    sections: list[dict] = field(default_factory=list)
+    codes: list[dict] = field(default_factory=list)
+    skipped_elements: dict[str, int] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------------------- discovery
+
+
+def fiscal_year_label(text: str) -> str | None:
+    """Return "FY2026" for names like "icd10cm_tabular_2026.xml" or "2026-code-tables.zip", else None."""
+    explicit = {match.group(1) for match in _EXPLICIT_FY.finditer(text)}
+    years = explicit or {match.group(1) for match in _BARE_YEAR.finditer(text)}
+    # Two different years in one name (e.g. "2025-2026") cannot be resolved safely, so refuse to guess.
+    if len(years) != 1:
+        return None
+    return f"FY{years.pop()}"
+
+
+def _candidate_members(zip_names: Iterable[str], stem_word: str, suffix: str) -> list[str]:
+    """Zip members whose file name contains stem_word and ends with suffix, minus macOS debris and addenda."""
+    found = []
+    for name in zip_names:
+        if name.endswith("/") or name.startswith("__MACOSX/"):
+            continue
+        base = PurePosixPath(name).name.lower()
+        # Addenda files list changes only; "._x" files are macOS resource forks.
+        if base.startswith("._") or "addenda" in base:
+            continue
+        if stem_word in base and base.endswith(suffix):
+            found.append(name)
+    return found
+
+
+def find_tabular_member(zip_names: Iterable[str], archive_name: str = "zip archive") -> str:
+    """Return the single `*tabular*.xml` member of a CDC code-tables zip, or raise Icd10cmFormatError."""
+    names = list(zip_names)
+    found = _candidate_members(names, "tabular", ".xml")
+    if not found:
+        raise Icd10cmFormatError(f"{archive_name}: no *tabular*.xml member among {sorted(names)}")
+    if len(found) > 1:
+        raise Icd10cmFormatError(f"{archive_name}: several tabular XML members, ambiguous: {sorted(found)}")
+    return found[0]
+
+
+def find_order_member(zip_names: Iterable[str], archive_name: str = "zip archive") -> str | None:
+    """Return the `*order*.txt` member of a CDC zip, None when the zip has none."""
+    found = _candidate_members(zip_names, "order", ".txt")
+    if len(found) > 1:
+        raise Icd10cmFormatError(f"{archive_name}: several order-file members, ambiguous: {sorted(found)}")
+    return found[0] if found else None
+
+
+# ---------------------------------------------------------------------------------------------- tabular
+
+
+def _clean(text: str | None) -> str | None:
+    """Collapse whitespace runs (the XML is pretty-printed, some notes start with tabs); '' becomes None."""
+    if text is None:
+        return None
+    collapsed = _WHITESPACE.sub(" ", text).strip()
+    return collapsed or None
+
+
+def _element_text(element: Element) -> str | None:
+    """All text inside an element, inline markup included, whitespace-normalised."""
+    return _clean("".join(element.itertext()))
+
+
+def _note_texts(container: Element) -> list[str]:
+    """The non-empty `<note>` texts of one note container, in document order."""
+    texts = (_element_text(note) for note in container.findall("note"))
+    return [text for text in texts if text is not None]
+
+
+def _note_columns(element: Element, skipped: Counter[str]) -> dict[str, list[str] | None]:
+    """Gather the instructional notes directly under element into their columns (None when absent)."""
+    columns: dict[str, list[str] | None] = dict.fromkeys(NOTE_COLUMNS.values())
+    for child in element:
+        column = NOTE_COLUMNS.get(child.tag)
+        if column is None:
+            if child.tag not in _STRUCTURAL_TAGS:
+                skipped[child.tag] += 1
+            continue
+        texts = _note_texts(child)
+        if texts:
+            # A tag may repeat on one element; keep every note rather than only the last block.
+            columns[column] = (columns[column] or []) + texts
+    return columns
+
+
+def _required_text(element: Element, tag: str, path: Path, where: str) -> str:
+    """The cleaned text of a mandatory child element, or Icd10cmFormatError naming the file and place."""
+    child = element.find(tag)
+    text = _element_text(child) if child is not None else None
+    if text is None:
+        raise Icd10cmFormatError(f"{path}: {where} has no <{tag}> text")
+    return text
+
+
+def _seven_chr_definition(
+    diag: Element, code: str, path: Path
+) -> tuple[dict[str, str] | None, list[str] | None]:
+    """The diag's own `<sevenChrDef>` as {character: meaning} plus any notes inside it."""
+    definition_element = diag.find("sevenChrDef")
+    if definition_element is None:
+        return None, None
+    definition: dict[str, str] = {}
+    for extension in definition_element.findall("extension"):
+        character = extension.get("char")
+        meaning = _element_text(extension)
+        if not character or len(character) != 1 or meaning is None:
+            raise Icd10cmFormatError(f"{path}: <sevenChrDef> of {code} has an extension without char or text")
+        definition[character] = meaning
+    if not definition:
+        raise Icd10cmFormatError(f"{path}: <sevenChrDef> of {code} defines no 7th characters")
+    return definition, _note_texts(definition_element) or None
+
+
+def _chapter_number(chapter: Element, path: Path) -> int:
+    """The chapter's `<name>` as an integer."""
+    name = _required_text(chapter, "name", path, "a <chapter>")
+    if not name.isdigit():
+        raise Icd10cmFormatError(f"{path}: chapter name {name!r} is not a chapter number")
+    return int(name)
+
+
+def _section_bounds(section_id: str, section_refs: dict[str, Element]) -> tuple[str, str]:
+    """First and last category of a section, from its `<sectionRef>` or else from the id "A00-A09"."""
+    reference = section_refs.get(section_id)
+    if reference is not None and reference.get("first") and reference.get("last"):
+        return reference.get("first"), reference.get("last")
+    # Grouping sections such as "C00-C96" have no sectionRef; their id is the range.
+    first, _, last = section_id.partition("-")
+    return first, last or first
+
+
+class _CodeCollector:
+    """Walks the nested `<diag>` tree of one section and builds code rows in document order."""
+
+    def __init__(self, path: Path, codes: list[dict], skipped: Counter[str]) -> None:
+        self.path = path
+        self.codes = codes
+        self.skipped = skipped
+        self.seen: set[str] = set()
+
+    def collect(self, section: Element, chapter: int, section_id: str) -> None:
+        """Add rows for every diag in the section, depth first."""
+        for diag in section.findall("diag"):
+            self._add(diag, chapter, section_id, parent_code=None, depth=1, seven_chr_from=None)
+
+    def _add(
+        self, diag: Element, chapter: int, section_id: str, parent_code: str | None, depth: int,
+        seven_chr_from: str | None,
+    ) -> None:
+        where = f"a <diag> under {parent_code or section_id}"
+        code = _required_text(diag, "name", self.path, where)
+        if code in self.seen:
+            raise Icd10cmFormatError(f"{self.path}: code {code} appears in more than one <diag>")
+        self.seen.add(code)
+        description = _required_text(diag, "desc", self.path, f"<diag> {code}")
+        seven_chr_def, seven_chr_def_notes = _seven_chr_definition(diag, code, self.path)
+        # The nearest sevenChrDef (own or an ancestor's) is the one that applies to this code.
+        if seven_chr_def is not None:
+            seven_chr_from = code
+        children = diag.findall("diag")
+        requires_seventh = seven_chr_from is not None and len(code.replace(".", "")) < FULL_CODE_LENGTH
+        seven_chr_note_element = diag.find("sevenChrNote")
+        seven_chr_note = None
+        if seven_chr_note_element is not None:
+            seven_chr_note = _clean(" ".join(_note_texts(seven_chr_note_element)))
+        row = {
+            "code": code,
+            "description": description,
+            "parent_code": parent_code,
+            "chapter": chapter,
+            "section_id": section_id,
+            "depth": depth,
+            "tabular_order": len(self.codes) + 1,
+            "billable": not children and not requires_seventh,
+            "requires_seventh_character": requires_seventh,
+            "is_placeholder": diag.get("placeholder", "").lower() == "true",
+            **_note_columns(diag, self.skipped),
+            "seven_chr_note": seven_chr_note,
+            "seven_chr_def": seven_chr_def,
+            "seven_chr_def_notes": seven_chr_def_notes,
+            "seven_chr_def_from": seven_chr_from,
+        }
+        self.codes.append(row)
+        for child in children:
+            self._add(child, chapter, section_id, code, depth + 1, seven_chr_from)
+
+
+def _parse_xml_safely(path: Path) -> Element:
+    """Parse with defusedxml so entity bombs and external references become Icd10cmFormatError."""
+    try:
+        tree = SafeElementTree.parse(str(path), forbid_dtd=False, forbid_entities=True, forbid_external=True)
+    except defusedxml.EntitiesForbidden as exc:
+        raise Icd10cmFormatError(
+            f"{path}: XML declares an entity ({exc}); refused (XML bomb / external entity protection)"
+        ) from exc
+    except (defusedxml.ExternalReferenceForbidden, defusedxml.DTDForbidden) as exc:
+        raise Icd10cmFormatError(f"{path}: XML refers to external resources ({exc}); refused") from exc
+    except defusedxml.DefusedXmlException as exc:
+        raise Icd10cmFormatError(f"{path}: unsafe XML refused ({exc})") from exc
+    except StdlibElementTree.ParseError as exc:
+        raise Icd10cmFormatError(f"{path}: not well-formed XML ({exc}); truncated or corrupt file?") from exc
+    except OSError as exc:
+        raise Icd10cmFormatError(f"{path}: cannot read tabular XML ({exc})") from exc
+    return tree.getroot()
+
+
+def parse_tabular(path: Path) -> TabularRelease:
+    """Parse a CDC ICD-10-CM tabular XML into chapter, section and code rows."""
+    path = Path(path)
+    root = _parse_xml_safely(path)
+    if root.tag != TABULAR_ROOT_TAG:
+        raise Icd10cmFormatError(f"{path}: root element is <{root.tag}>, expected <{TABULAR_ROOT_TAG}>")
+    version = _clean(root.findtext("version"))
+    release = TabularRelease(
+        source_file=path.name,
+        version=version,
+        fiscal_year=fiscal_year_label(version or "") or fiscal_year_label(path.name),
+    )
+    skipped: Counter[str] = Counter()
+    collector = _CodeCollector(path, release.codes, skipped)
+    for chapter_element in root.findall("chapter"):
+        chapter = _chapter_number(chapter_element, path)
+        section_refs = {ref.get("id"): ref for ref in chapter_element.iter("sectionRef") if ref.get("id")}
+        section_rows = []
+        for section in chapter_element.findall("section"):
+            section_id = section.get("id")
+            if not section_id:
+                raise Icd10cmFormatError(f"{path}: a <section> in chapter {chapter} has no id attribute")
+            first_code, last_code = _section_bounds(section_id, section_refs)
+            section_rows.append({
+                "section_id": section_id,
+                "description": _required_text(section, "desc", path, f"section {section_id}"),
+                "chapter": chapter,
+                "first_code": first_code,
+                "last_code": last_code,
+                "has_codes": section.find("diag") is not None,
+                **_note_columns(section, skipped),
+            })
+            collector.collect(section, chapter, section_id)
+        if not section_rows:
+            raise Icd10cmFormatError(f"{path}: chapter {chapter} has no <section>")
+        release.sections.extend(section_rows)
+        release.chapters.append({
+            "chapter": chapter,
+            "description": _required_text(chapter_element, "desc", path, f"chapter {chapter}"),
+            # Grouping sections (e.g. "C00-C96") are wider than the indexed ones, so take the extremes.
+            "first_code": min(row["first_code"] for row in section_rows),
+            "last_code": max(row["last_code"] for row in section_rows),
+            **_note_columns(chapter_element, skipped),
+        })
+    if not release.codes:
+        raise Icd10cmFormatError(f"{path}: no <chapter>/<section>/<diag> codes found")
+    release.skipped_elements = dict(skipped)
+    return release
+
+
+# ---------------------------------------------------------------------------------------------- order file
+
+
+def format_code_with_dot(code: str) -> str:
+    """Insert the ICD-10-CM dot after the category: "E11621" -> "E11.621"; 3-character codes stay as is."""
+    return code if len(code) <= 3 else f"{code[:3]}.{code[3:]}"
+
+
+def _order_rows(path: Path, lines: Iterable[str]) -> Iterator[dict]:
+    """Decode fixed-width order-file lines: order 0-4, code 6-12, flag 14, short 16-75, long 77-."""
+    for line_number, raw_line in enumerate(lines, start=1):
+        line = raw_line.rstrip("\r\n")
+        if not line.strip():
+            continue
+        order_text, code = line[0:5], line[6:13].strip()
+        flag = line[14:15]
+        separators_ok = line[5:6] == " " and line[13:14] == " " and line[15:16] == " "
+        fields_ok = order_text.isdigit() and _ORDER_CODE.fullmatch(code) and flag in ("0", "1")
+        if not (fields_ok and separators_ok):
+            raise Icd10cmFormatError(f"{path}: line {line_number} is not an order-file record: {line[:40]!r}")
+        short_description = _clean(line[16:76])
+        long_description = _clean(line[77:])
+        if short_description is None or long_description is None:
+            raise Icd10cmFormatError(f"{path}: line {line_number} ({code}) lacks a short or long description")
+        yield {
+            "order_number": int(order_text),
+            "code": format_code_with_dot(code),
+            "billable": flag == "1",
+            "short_description": short_description,
+            "long_description": long_description,
+        }
+
+
+def parse_order_file(path: Path) -> list[dict]:
+    """Parse a CDC ICD-10-CM order file (fixed width, CRLF) into rows with dotted codes."""
+    path = Path(path)
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            rows = list(_order_rows(path, handle))
+    except UnicodeDecodeError as exc:
+        raise Icd10cmFormatError(f"{path}: order file is not UTF-8/ASCII text ({exc})") from exc
+    except OSError as exc:
+        raise Icd10cmFormatError(f"{path}: cannot read order file ({exc})") from exc
+    if not rows:
+        raise Icd10cmFormatError(f"{path}: order file has no records")
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------- source
+
+# Link text of the code-table zips on the CMS ICD-10 page, e.g. "2026 Code Tables, Tabular and Index (ZIP)".
+_CODE_TABLES_LINK = re.compile(r"code\s+tables|tabular", re.IGNORECASE)
+
+
+class Icd10cmSource:
+    """ICD-10-CM: the code-tables zips (tabular XML + order file) -> icd10cm_chapter/section/code/order_code."""
+
+    name = "icd10cm"
+    tables = ("icd10cm_chapter", "icd10cm_section", "icd10cm_code", "icd10cm_order_code")
+
+    def discover(self, page_url: str, get_page: GetPage) -> list[ReleaseCandidate]:
+        """One candidate per code-tables zip link, labelled FYyyyy, newest first."""
+        candidates: dict[str, ReleaseCandidate] = {}
+        for url, text in page_links(get_page(page_url), page_url):
+            if not url.lower().endswith(".zip") or not _CODE_TABLES_LINK.search(text + " " + url):
+                continue
+            label = fiscal_year_label(text) or fiscal_year_label(PurePosixPath(url).name)
+            if label and label not in candidates:
+                candidates[label] = ReleaseCandidate(label, [RemoteFile(url, text)])
+        return [candidates[label] for label in sorted(candidates, reverse=True)]
+
+    def load(self, conn: Connection, release_id: int, files: list[Path], workdir: Path) -> LoadReport:
+        """Extract the zip safely, parse the tabular XML (and the order file when present), COPY the rows."""
+        (zip_path,) = files
+        with open_zip_safely(zip_path) as archive:
+            names = archive.namelist()
+        tabular_name = find_tabular_member(names, str(zip_path))
+        order_name = find_order_member(names, str(zip_path))
+        extracted = {path.relative_to(workdir).as_posix(): path for path in safe_extract(zip_path, workdir)}
+        tabular = parse_tabular(extracted[tabular_name])
+        constants = {"release_id": release_id}
+        rows = {
+            "icd10cm_chapter": copy_rows(conn, "icd10cm_chapter", ICD10CM_CHAPTER_COLUMNS, tabular.chapters,
+                                         constants=constants),
+            "icd10cm_section": copy_rows(conn, "icd10cm_section", ICD10CM_SECTION_COLUMNS, tabular.sections,
+                                         constants=constants),
+            "icd10cm_code": copy_rows(conn, "icd10cm_code", ICD10CM_CODE_COLUMNS, tabular.codes, constants=constants),
+        }
+        # CDC ships the order file in a separate "code descriptions" zip, so its absence here is normal.
+        if order_name:
+            order_rows = parse_order_file(extracted[order_name])
+            rows["icd10cm_order_code"] = copy_rows(
+                conn, "icd10cm_order_code", ICD10CM_ORDER_COLUMNS, order_rows, constants=constants
+            )
+        return LoadReport(rows=rows, notes={"version": tabular.version, "order_file": order_name})
+
+
+SOURCE = Icd10cmSource()
