@@ -43,14 +43,19 @@ def fetch_table(fetched: list[pipeline.FetchedRelease]) -> Table:
 
 
 def load_table(outcomes: list[LoadOutcome]) -> Table:
-    """Status, rows per table, missing members and seconds per loaded release."""
+    """One line per table loaded (source, release, status, table, rows) plus missing members and seconds."""
     table = Table(title="loaded")
-    for column in ("source", "release", "status", "rows per table", "missing members", "seconds"):
-        table.add_column(column)
+    for column in ("source", "release", "status", "table", "rows", "seconds", "missing members"):
+        table.add_column(column, justify="right" if column in ("rows", "seconds") else "left")
     for outcome in outcomes:
-        rows = ", ".join(f"{name} {count:,}" for name, count in outcome.rows.items()) or "-"
-        table.add_row(outcome.source, outcome.label, outcome.status, rows, ", ".join(outcome.missing) or "-",
-                      f"{outcome.seconds:.1f}")
+        tables = list(outcome.rows.items()) or [("-", None)]
+        for index, (name, count) in enumerate(tables):
+            first = index == 0
+            table.add_row(
+                outcome.source if first else "", outcome.label if first else "", outcome.status if first else "",
+                name, "-" if count is None else f"{count:,}", f"{outcome.seconds:.1f}" if first else "",
+                (", ".join(outcome.missing) or "-") if first else "",
+            )
     return table
 
 
