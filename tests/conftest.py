@@ -102,3 +102,16 @@ def empty_db_url(pg_server_url: str) -> Iterator[str]:
 def engine(db_url: str) -> Engine:
     """SQLAlchemy engine on the module's database."""
     return get_engine(url=db_url)
+
+
+# -- a local HTTP mirror of the CMS/CDC download sites (tests/cms_mirror.py) --------------------------------------
+
+
+@pytest.fixture(scope="session")
+def cms_mirror(tmp_path_factory: pytest.TempPathFactory, cms_dir: Path) -> Iterator[object]:
+    """A real HTTP server on 127.0.0.1 laid out like the CMS sites, serving archives built from cms_dir."""
+    from cms_mirror import start_cms_mirror  # tests/ is on sys.path: rootdir conftest, no __init__.py
+
+    mirror = start_cms_mirror(tmp_path_factory.mktemp("cms_mirror"), cms_dir)
+    yield mirror
+    mirror.stop()
