@@ -69,6 +69,9 @@ def _choose(candidates: list[ReleaseCandidate], release: str | None, source: str
     if release == "all":
         return candidates
     chosen = [candidate for candidate in candidates if candidate.label == release]
+    if not chosen and len(candidates) == 1 and candidates[0].label is None:
+        # Sources whose pages carry no release name (MCD, IOM) take the label the user gives.
+        return [ReleaseCandidate(release, candidates[0].files)]
     if not chosen:
         found = ", ".join(str(candidate.label) for candidate in candidates)
         raise MedragError(f"{source} release {release!r} not found; the page lists: {found}")

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import zipfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 
 from sqlalchemy import Connection
 
+from medrag.archive import open_zip_safely, read_member
 from medrag.errors import MedragError
 from medrag.htmllinks import normalise_space, page_links
 from medrag.loading import copy_rows
@@ -336,14 +336,16 @@ def parse_hcpcs_file(path: Path) -> list[dict]:
     return list(parse_hcpcs_records(_decode_lines(Path(path).read_bytes()), source=str(path)))
 
 
+# The 2019 record file is 3.7 MB; anything near this cap is not an HCPCS record file.
+MAX_RECORD_FILE_BYTES = 256 * 1024 * 1024
+
+
 def parse_hcpcs_zip(path: Path) -> list[dict]:
     """All records of the fixed-width record file inside an Alpha-Numeric HCPCS release zip."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            member = find_hcpcs_member(archive.namelist(), archive=str(path))
-            data = archive.read(member)
-    except zipfile.BadZipFile as exc:
-        raise HcpcsReleaseError(f"{path}: not a readable zip archive ({exc})") from exc
+    # open_zip_safely rejects unsafe member names and size bombs; read_member checks the CRC while reading.
+    with open_zip_safely(path) as archive:
+        member = find_hcpcs_member(archive.namelist(), archive=str(path))
+        data = read_member(archive, member, MAX_RECORD_FILE_BYTES)
     return list(parse_hcpcs_records(_decode_lines(data), source=f"{path}!{member}"))
 
 
