@@ -213,8 +213,8 @@ def test_bad_release_file_fails_clearly_and_keeps_the_previous_release(
     case: str, first_ingest, settings, engine, cms_dir: Path, tmp_path: Path
 ) -> None:
     bad_zip, named = _bad_hcpcs_zips(tmp_path, cms_dir)[case]
-    before = (current_release_id(engine, "hcpcs"),
-              scalar(engine, "SELECT count(*) FROM hcpcs_code WHERE release_id = :r", r=current_release_id(engine, "hcpcs")))
+    current = current_release_id(engine, "hcpcs")
+    before = (current, scalar(engine, "SELECT count(*) FROM hcpcs_code WHERE release_id = :r", r=current))
     result = run_cli(["ingest", "--source", "hcpcs"], settings, MEDRAG_HCPCS_URL=_hcpcs_page(tmp_path, bad_zip.name))
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
