@@ -29,12 +29,15 @@ def copy_rows(
     constants = dict(constants or {})
     names = [name for name in constants] + [name for name, _ in columns]
     json_columns = {name for name, pg_type in columns if pg_type == "jsonb"}
-    statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
+    # Binary COPY with declared types: psycopg then skips per-value type inference and text escaping.
+    statement = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
         sql.Identifier(table), sql.SQL(", ").join(sql.Identifier(name) for name in names)
     )
     fixed = list(constants.values())
     count = 0
+    types = [_constant_type(value) for value in constants.values()] + [pg_type for _, pg_type in columns]
     with dbapi_connection(conn).cursor() as cursor, cursor.copy(statement) as copy:
+        copy.set_types(types)
         for row in rows:
             values = [
                 Jsonb(row.get(name)) if name in json_columns and row.get(name) is not None else row.get(name)
@@ -43,6 +46,14 @@ def copy_rows(
             copy.write_row(fixed + values)
             count += 1
     return count
+
+
+def _constant_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    return "text"
 
 
 def delete_release_rows(conn: Connection, tables: Iterable[str], release_id: int) -> None:
