@@ -1,84 +1,49 @@
-"""A local HTTP mirror laid out like the CMS/CDC download sites, built from the real files in cms_dir.
+"""A local HTTP mirror of the CMS/CDC download sites, serving the site medrag.mirror.build_mirror writes.
 
-Pages and archives follow the real sites' shapes (MCD downloads page + nested export zips, the HCPCS quarterly
-page, ICD-10-CM code-table zips, IOM manual pages linking chapter PDFs). It runs on a real ThreadingHTTPServer
-with ETag/Last-Modified/304 support, a request log, and fault URLs (redirect, N failures, truncated body, slow
-body, conditionals ignored, chunked body, attachment name) minted per test so faults never leak between tests.
+The pages and archives (MCD downloads page + nested export zips, the HCPCS quarterly page, ICD-10-CM code-table
+zips, IOM manual pages linking chapter PDFs) are built from the real files in cms_dir by medrag.mirror. This module
+serves them on a real ThreadingHTTPServer with ETag/Last-Modified/304 support, a request log, and fault URLs
+(redirect, N failures, truncated body, slow body, conditionals ignored, chunked body, attachment name) minted per
+test so faults never leak between tests.
 """
 
 from __future__ import annotations
 
 import email.utils
 import hashlib
-import html
 import itertools
 import sys
 import threading
 import time
-import zipfile
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
-MCD_PAGE = "/medicare-coverage-database/downloads/downloads.aspx"
-MCD_EXPORTS = "/medicare-coverage-database/downloads/exports"
-MCD_ALL_DATA_ZIP = f"{MCD_EXPORTS}/all_data.zip"
-MCD_NCD_ZIP = f"{MCD_EXPORTS}/ncd.zip"
-MCD_CURRENT_LCD_ZIP = f"{MCD_EXPORTS}/current_lcd.zip"
-
-HCPCS_PAGE = "/medicare/coding-billing/healthcare-common-procedure-system/quarterly-update"
-HCPCS_ZIP = "/files/zip/2019-alpha-numeric-hcpcs-file.zip"
-HCPCS_ZIP_LINK_TEXT = "2019 Alpha-Numeric HCPCS File (ZIP)"
-HCPCS_LAYOUT_ZIP = "/files/zip/hcpcs-record-layout.zip"
-HCPCS_LAYOUT_LINK_TEXT = "HCPCS Record Layout (ZIP)"
-
-ICD10CM_PAGE = "/medicare/coding-billing/icd-10-codes/icd-10-cm-files"
-ICD10CM_2021_ZIP = "/files/zip/2021-code-tables-and-index.zip"
-ICD10CM_2021_LINK_TEXT = "2021 Code Tables and Index (ZIP)"
-ICD10CM_2026_ZIP = "/files/zip/2026-code-tables-tabular-and-index.zip"
-ICD10CM_2026_LINK_TEXT = "2026 Code Tables, Tabular and Index (ZIP)"
-
-IOM_INDEX_PAGE = "/medicare/regulations-guidance/manuals/internet-only-manuals-ioms"
-IOM_ITEMS = "/regulations-and-guidance/guidance/manuals/internet-only-manuals-ioms-items"
-IOM_DOWNLOADS = "/regulations-and-guidance/guidance/manuals/downloads"
-
-
-@dataclass(frozen=True)
-class IomChapter:
-    """One chapter PDF link on a manual page; the bytes come from a real CMS PDF standing in for it."""
-
-    file_name: str
-    link_text: str
-    standin: str
-
-
-@dataclass(frozen=True)
-class IomManual:
-    """One IOM manual page (e.g. 100-02) and its chapter links."""
-
-    number: str
-    title: str
-    page: str
-    chapters: tuple[IomChapter, ...]
-
-
-IOM_MANUALS: tuple[IomManual, ...] = (
-    IomManual("100-02", "Medicare Benefit Policy Manual", f"{IOM_ITEMS}/cms012673", (
-        IomChapter("bp102c01.pdf", "Chapter 1 - Inpatient Hospital Services Covered Under Part A",
-                   "2019-Table-of-Drugs.pdf"),
-        IomChapter("bp102c15.pdf", "Chapter 15 - Covered Medical and Other Health Services",
-                   "2019-HCPCS-Index.pdf"),
-    )),
-    IomManual("100-03", "Medicare National Coverage Determinations (NCD) Manual", f"{IOM_ITEMS}/cms014961", (
-        IomChapter("ncd103c1_Part1.pdf", "Chapter 1, Part 1 - Coverage Determinations (Sections 10 - 80.12)",
-                   "2019-Table-of-Drugs.pdf"),
-    )),
-    IomManual("100-04", "Medicare Claims Processing Manual", f"{IOM_ITEMS}/cms018912", (
-        IomChapter("clm104c12.pdf", "Chapter 12 - Physicians/Nonphysician Practitioners",
-                   "2019-HCPCS-Index.pdf"),
-    )),
+# The site's layout is product code (medrag.mirror); tests import its URL paths and link texts from here.
+from medrag.mirror import (  # noqa: F401 - re-exported for the tests
+    HCPCS_LAYOUT_LINK_TEXT,
+    HCPCS_LAYOUT_ZIP,
+    HCPCS_PAGE,
+    HCPCS_ZIP,
+    HCPCS_ZIP_LINK_TEXT,
+    ICD10CM_2021_LINK_TEXT,
+    ICD10CM_2021_ZIP,
+    ICD10CM_2026_LINK_TEXT,
+    ICD10CM_2026_ZIP,
+    ICD10CM_PAGE,
+    IOM_DOWNLOADS,
+    IOM_INDEX_PAGE,
+    IOM_ITEMS,
+    IOM_MANUALS,
+    MCD_ALL_DATA_ZIP,
+    MCD_CURRENT_LCD_ZIP,
+    MCD_EXPORTS,
+    MCD_NCD_ZIP,
+    MCD_PAGE,
+    IomChapter,
+    IomManual,
+    build_mirror,
 )
 
 _CONTENT_TYPES = {
@@ -86,39 +51,37 @@ _CONTENT_TYPES = {
     ".pdf": "application/pdf",
     ".xml": "application/xml",
     ".txt": "text/plain; charset=utf-8",
-    ".html": "text/html; charset=utf-8",
 }
+# Pages sit at extensionless URL paths (or .aspx, as the MCD site does).
+_PAGE_CONTENT_TYPE = "text/html; charset=utf-8"
 _CHUNK = 64 * 1024
 
 
 class _Resource:
-    """A file the mirror serves, built on first request (the ICD-10-CM zips take a moment to deflate)."""
+    """A file the mirror serves, with a strong ETag from its content hash (computed on first use)."""
 
-    def __init__(self, build: Callable[[], Path], content_type: str) -> None:
-        self._build = build
+    def __init__(self, path: Path) -> None:
+        self._path = path
         self._lock = threading.Lock()
-        self._path: Path | None = None
         self._etag: str | None = None
-        self.content_type = content_type
+        suffix = PurePosixPath(path.name).suffix.lower()
+        self.content_type = _CONTENT_TYPES.get(suffix, _PAGE_CONTENT_TYPE if suffix in ("", ".aspx") else
+                                               "application/octet-stream")
 
     def path(self) -> Path:
-        """The file on disk, building it the first time."""
-        with self._lock:
-            if self._path is None:
-                self._path = self._build()
-                digest = hashlib.sha256(self._path.read_bytes()).hexdigest()
-                self._etag = f'"{digest[:32]}"'
-            return self._path
+        """The file on disk."""
+        return self._path
 
     def etag(self) -> str:
         """Strong ETag derived from the content hash."""
-        self.path()
-        assert self._etag is not None
-        return self._etag
+        with self._lock:
+            if self._etag is None:
+                self._etag = f'"{hashlib.sha256(self._path.read_bytes()).hexdigest()[:32]}"'
+            return self._etag
 
     def last_modified(self) -> float:
         """Modification time of the served file (epoch seconds)."""
-        return self.path().stat().st_mtime
+        return self._path.stat().st_mtime
 
 
 @dataclass
@@ -148,143 +111,6 @@ class _Fault:
     served: list[int] = field(default_factory=list)
 
 
-def build_site(build_dir: Path, cms_dir: Path) -> dict[str, _Resource]:
-    """Routes (URL path -> resource) of the whole mirror; archives and pages are written under build_dir."""
-    build_dir.mkdir(parents=True, exist_ok=True)
-    routes: dict[str, _Resource] = {}
-    routes.update(_mcd_routes(build_dir / "mcd", cms_dir / "mcd"))
-    routes.update(_hcpcs_routes(build_dir / "hcpcs", cms_dir / "hcpcs"))
-    routes.update(_icd10cm_routes(build_dir / "icd10cm", cms_dir / "icd10cm"))
-    routes.update(_iom_routes(build_dir / "iom", cms_dir / "pdf_standins"))
-    return routes
-
-
-def _file(path: Path) -> _Resource:
-    """Serve an existing file as is."""
-    return _Resource(lambda: path, _CONTENT_TYPES.get(path.suffix.lower(), "application/octet-stream"))
-
-
-def _zip(target: Path, members: Callable[[], list[tuple[str, Path]]]) -> _Resource:
-    """A zip built from (arcname, source file) pairs on first request."""
-
-    def build() -> Path:
-        _write_zip(target, members())
-        return target
-
-    return _Resource(build, "application/zip")
-
-
-def _page(target: Path, title: str, body: str) -> _Resource:
-    """An HTML page written right away (pages are tiny)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(
-        f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)} | CMS"
-        f"</title></head>\n<body><main><h1>{html.escape(title)}</h1>\n{body}\n</main></body></html>\n",
-        encoding="utf-8",
-    )
-    return _Resource(lambda: target, _CONTENT_TYPES[".html"])
-
-
-def _link(href: str, text: str) -> str:
-    """One anchor."""
-    return f'<a href="{html.escape(href)}">{html.escape(text)}</a>'
-
-
-def _write_zip(target: Path, members: list[tuple[str, Path]]) -> None:
-    """Write a deflated zip (level 1: these are test fixtures, build speed matters more than size)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".building")
-    with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
-        for arcname, source in members:
-            info = zipfile.ZipInfo.from_file(source, arcname)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = 0o644 << 16
-            with source.open("rb") as src, archive.open(info, "w") as dst:
-                while chunk := src.read(1024 * 1024):
-                    dst.write(chunk)
-    partial.replace(target)
-
-
-def _mcd_routes(out: Path, mcd: Path) -> dict[str, _Resource]:
-    """all_data.zip -> {ncd.zip, current_lcd.zip} -> {<part>_csv.zip, data dictionary PDF, readme_first.txt}."""
-
-    def part_zip(part: str, dictionary: str) -> Path:
-        csv_zip = out / "parts" / part / f"{part}_csv.zip"
-        _write_zip(csv_zip, [(p.name, p) for p in sorted((mcd / part / f"{part}_csv").iterdir())])
-        outer = out / "parts" / f"{part}.zip"
-        _write_zip(outer, [
-            (csv_zip.name, csv_zip),
-            (dictionary, mcd / part / dictionary),
-            ("readme_first.txt", mcd / part / "readme_first.txt"),
-        ])
-        return outer
-
-    ncd = _Resource(lambda: part_zip("ncd", "ncd data dictionary.pdf"), "application/zip")
-    lcd = _Resource(lambda: part_zip("current_lcd", "lcd data dictionary.pdf"), "application/zip")
-    all_data = _zip(out / "all_data.zip", lambda: [("ncd.zip", ncd.path()), ("current_lcd.zip", lcd.path())])
-    page = _page(out / "downloads.html", "Medicare Coverage Database Downloads", "\n".join([
-        "<h2>Download the entire database</h2>",
-        f"<p>{_link(MCD_ALL_DATA_ZIP, 'Download All Data')} (ZIP)</p>",
-        "<h2>National Coverage Documents</h2>",
-        f"<p>{_link(MCD_NCD_ZIP, 'Download NCD')} (ZIP)</p>",
-        "<h2>Local Coverage Documents</h2>",
-        f"<p>{_link(MCD_CURRENT_LCD_ZIP, 'Download Current LCDs')} (ZIP)</p>",
-    ]))
-    return {MCD_PAGE: page, MCD_ALL_DATA_ZIP: all_data, MCD_NCD_ZIP: ncd, MCD_CURRENT_LCD_ZIP: lcd}
-
-
-def _hcpcs_routes(out: Path, hcpcs: Path) -> dict[str, _Resource]:
-    """The quarterly-update page with the real release zip and a record-layout decoy."""
-    page = _page(out / "quarterly-update.html", "Quarterly Update", "\n".join([
-        "<p>HCPCS quarterly update files are listed below.</p>",
-        "<h2>Related Links</h2><ul>",
-        f"<li>{_link(HCPCS_LAYOUT_ZIP, HCPCS_LAYOUT_LINK_TEXT)}</li>",
-        f"<li>{_link(HCPCS_ZIP, HCPCS_ZIP_LINK_TEXT)}</li>",
-        "</ul>",
-    ]))
-    return {
-        HCPCS_PAGE: page,
-        HCPCS_ZIP: _file(hcpcs / "2019-Alpha-Numeric-HCPCS-File.zip"),
-        HCPCS_LAYOUT_ZIP: _file(hcpcs / "2019-HCPCS-Record-Layout.zip"),
-    }
-
-
-def _icd10cm_routes(out: Path, icd: Path) -> dict[str, _Resource]:
-    """A code-tables page linking the FY2021 and FY2026 (April update) zips."""
-    page = _page(out / "icd-10-cm-files.html", "ICD-10-CM Files", "\n".join([
-        "<h2>2026 ICD-10-CM</h2>",
-        f"<p>{_link(ICD10CM_2026_ZIP, ICD10CM_2026_LINK_TEXT)}</p>",
-        "<h2>2021 ICD-10-CM</h2>",
-        f"<p>{_link(ICD10CM_2021_ZIP, ICD10CM_2021_LINK_TEXT)}</p>",
-    ]))
-    fy2021 = _zip(out / "2021-code-tables-and-index.zip", lambda: [
-        ("icd10cm_tabular_2021.xml", icd / "icd10cm_tabular_2021.xml"),
-        ("icd10cm-order-Jan-2021.txt", icd / "icd10cm-order-Jan-2021.txt"),
-    ])
-    fy2026 = _zip(out / "2026-code-tables-tabular-and-index.zip", lambda: [
-        ("icd10c-tabular-April-1-2026.xml", icd / "icd10c-tabular-April-1-2026.xml"),
-    ])
-    return {ICD10CM_PAGE: page, ICD10CM_2021_ZIP: fy2021, ICD10CM_2026_ZIP: fy2026}
-
-
-def _iom_routes(out: Path, standins: Path) -> dict[str, _Resource]:
-    """The IOM index page, one page per manual, and chapter PDFs served from the real stand-in PDFs."""
-    routes: dict[str, _Resource] = {}
-    index_items = []
-    for manual in IOM_MANUALS:
-        index_items.append(f"<li>{_link(manual.page, f'{manual.number} - {manual.title}')}</li>")
-        rows = []
-        for chapter in manual.chapters:
-            href = f"{IOM_DOWNLOADS}/{chapter.file_name}"
-            rows.append(f"<tr><td>{_link(href, chapter.link_text + ' (PDF)')}</td></tr>")
-            routes[href] = _file(standins / chapter.standin)
-        routes[manual.page] = _page(out / f"{manual.number}.html", f"{manual.title} ({manual.number})",
-                                    "<table><tbody>\n" + "\n".join(rows) + "\n</tbody></table>")
-    routes[IOM_INDEX_PAGE] = _page(out / "index.html", "Internet-Only Manuals (IOMs)",
-                                   "<ul>\n" + "\n".join(index_items) + "\n</ul>")
-    return routes
-
-
 class CmsMirror:
     """The running mirror: base_url, url(path), the request log, fault URLs and stop()."""
 
@@ -306,7 +132,7 @@ class CmsMirror:
         return self.base_url + path
 
     def source_file(self, path: str) -> Path:
-        """The file on disk served at `path` (built on demand), for comparing hashes."""
+        """The file on disk served at `path`, for comparing hashes."""
         return self.routes[path].path()
 
     @property
@@ -531,4 +357,6 @@ class _Handler(BaseHTTPRequestHandler):
 
 def start_cms_mirror(build_dir: Path, cms_dir: Path) -> CmsMirror:
     """Build the mirror site under build_dir from the real files in cms_dir and start serving it."""
-    return CmsMirror(build_site(build_dir, cms_dir))
+    # Root-relative hrefs ("/files/zip/...") as cms.gov writes them: this mirror is always served from its root.
+    files = build_mirror(cms_dir, build_dir, root_relative_links=True)
+    return CmsMirror({url_path: _Resource(path) for url_path, path in files.items()})
