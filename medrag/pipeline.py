@@ -23,7 +23,7 @@ from medrag.manifest import Manifest, ManifestError
 from medrag.releases import LoadOutcome, load_release, loaded_release_with_same_files
 from medrag.sources.common import ReleaseCandidate, Source, quarter_label
 
-SOURCE_NAMES = ("hcpcs", "icd10cm", "mcd", "iom")
+SOURCE_NAMES = ("mcd", "hcpcs", "icd10cm", "iom")
 PAGE_MAX_BYTES = 20 * 1024 * 1024
 STATE_DIR = "_state"  # conditional-request state (ETag, Last-Modified, hash) of the latest fetch per URL
 

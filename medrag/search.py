@@ -1,0 +1,149 @@
+"""Hybrid retrieval as a Python function: validate the query, embed it, call the SQL function medrag_search."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+import unicodedata
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sqlalchemy import Engine, text
+
+from medrag.errors import MedragError
+
+SOURCES = ("ncd", "lcd", "article", "iom", "hcpcs", "icd10cm")
+MAX_QUERY_CHARS = 2000
+MAX_K = 200
+
+
+class QueryError(MedragError):
+    """The query or a filter is not usable (empty, too long, unknown source, bad date...)."""
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    """Metadata filters applied inside the search statement (see sql/search.sql for their meaning)."""
+
+    sources: tuple[str, ...] = ()
+    keys: tuple[str, ...] = ()
+    release: str = "current"
+    as_of: dt.date | None = None
+    contractor: str | None = None
+    state: str | None = None
+    manual: str | None = None
+    chapter: str | None = None
+
+    def __post_init__(self) -> None:
+        unknown = [source for source in self.sources if source not in SOURCES]
+        if unknown:
+            raise QueryError(f"unknown source {unknown[0]!r}; choose from {', '.join(SOURCES)}")
+        if self.state is not None and not (len(self.state) == 2 and self.state.isalpha()):
+            raise QueryError(f"state must be a two-letter code such as CA, not {self.state!r}")
+
+    def as_json(self) -> dict[str, Any]:
+        """The filters jsonb that medrag_search takes (only the keys that are set)."""
+        out: dict[str, Any] = {"release": self.release}
+        if self.sources:
+            out["source"] = list(self.sources)
+        if self.keys:
+            out["key"] = list(self.keys)
+        if self.as_of:
+            out["as_of"] = self.as_of.isoformat()
+        for name in ("contractor", "state", "manual", "chapter"):
+            value = getattr(self, name)
+            if value:
+                out[name] = value.upper() if name == "state" else value
+        return out
+
+
+@dataclass
+class Hit:
+    """One ranked chunk with its document's identity."""
+
+    rank: int
+    score: float
+    source: str
+    key: str
+    title: str
+    heading: str
+    text: str
+    chunk_id: int
+    document_id: int
+    release: str
+    url: str | None
+    matched: str = ""
+
+
+@dataclass
+class SearchResult:
+    """The query, the filters as applied, the ranked hits and where the time went."""
+
+    query: str
+    filters: dict[str, Any]
+    hits: list[Hit] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        """The `medrag search --json` object."""
+        hits = []
+        for hit in self.hits:
+            item = asdict(hit)
+            item.pop("matched")
+            hits.append(item)
+        return {"query": self.query, "filters": self.filters, "hits": hits, "timings_ms": self.timings_ms}
+
+
+def validate_query(query: str | None) -> str:
+    """The query stripped, or QueryError when it is empty, too long or holds control characters."""
+    cleaned = (query or "").strip()
+    if not cleaned:
+        raise QueryError("the query is empty")
+    if len(cleaned) > MAX_QUERY_CHARS:
+        raise QueryError(f"the query is {len(cleaned):,} characters; the limit is {MAX_QUERY_CHARS:,}")
+    if any(unicodedata.category(ch) == "Cc" and ch not in "\t\n\r" for ch in cleaned):
+        raise QueryError("the query contains control characters")
+    return " ".join(cleaned.split())
+
+
+def vector_literal(vector: list[float]) -> str:
+    """pgvector's text form '[0.1,0.2,...]' (also what `medrag embed` prints for psql)."""
+    return "[" + ",".join(f"{value:.7g}" for value in vector) + "]"
+
+
+_SEARCH_SQL = text(
+    "SELECT rank, score, chunk_id, document_id, source, key, title, heading, text, release, url, matched "
+    "FROM medrag_search(CAST(:embedding AS vector), :query, :k, CAST(:filters AS jsonb))"
+)
+
+
+def search(
+    engine: Engine,
+    query: str,
+    *,
+    k: int = 10,
+    filters: SearchFilters | None = None,
+    embedder: Any = None,
+) -> SearchResult:
+    """Ranked hits for a query: exact identifiers first, then RRF of vector, full-text and trigram matches."""
+    started = time.perf_counter()
+    query = validate_query(query)
+    if not 1 <= k <= MAX_K:
+        raise QueryError(f"k must be between 1 and {MAX_K}, not {k}")
+    filters = filters or SearchFilters()
+    timings: dict[str, float] = {}
+    embedding = None
+    if embedder is not None:
+        embed_started = time.perf_counter()
+        embedding = vector_literal(embedder.embed(query))
+        timings["embed"] = (time.perf_counter() - embed_started) * 1000
+    sql_started = time.perf_counter()
+    with engine.connect() as conn:
+        rows = conn.execute(
+            _SEARCH_SQL, {"embedding": embedding, "query": query, "k": k, "filters": json.dumps(filters.as_json())}
+        ).mappings().all()
+    timings["sql"] = (time.perf_counter() - sql_started) * 1000
+    hits = [Hit(**{name: row[name] for name in row.keys()}) for row in rows]  # noqa: SIM118 - RowMapping
+    timings["total"] = (time.perf_counter() - started) * 1000
+    return SearchResult(query, filters.as_json(), hits, {name: round(ms, 2) for name, ms in timings.items()})

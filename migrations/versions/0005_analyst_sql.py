@@ -1,0 +1,46 @@
+"""Analyst SQL surface: views over current data, hybrid search functions, the medrag_reader role.
+
+The SQL lives in sql/*.sql (every statement CREATE OR REPLACE / IF NOT EXISTS); a later change to those files ships
+with a migration that runs them again.
+
+Revision ID: 0005
+Revises: 0004
+"""
+
+from pathlib import Path
+
+from alembic import op
+
+revision = "0005"
+down_revision = "0004"
+branch_labels = None
+depends_on = None
+
+SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
+VIEWS = ("v_hcpcs_history", "v_icd10cm_history", "v_release_history", "v_lcd_hcpcs", "v_ncd_current",
+         "v_icd10cm_current", "v_hcpcs_current", "v_chunk")
+
+
+def upgrade() -> None:
+    op.execute("CREATE INDEX IF NOT EXISTS document_title_trgm ON document USING gin (lower(title) gin_trgm_ops)")
+    for name in ("views.sql", "search.sql", "roles.sql"):
+        op.execute((SQL_DIR / name).read_text())
+
+
+def downgrade() -> None:
+    # The role is cluster-wide and may hold grants in other databases: only this database's grants go here.
+    op.execute("""
+        DO $$ BEGIN
+            IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'medrag_reader') THEN
+                EXECUTE 'REVOKE ALL ON SCHEMA public FROM medrag_reader';
+                EXECUTE 'DROP OWNED BY medrag_reader';
+            END IF;
+        END $$""")
+    for function in ("medrag_search_text(text, integer, jsonb)", "medrag_search(vector, text, integer, jsonb)",
+                     "medrag_text_query(text)", "medrag_query_identifiers(text)",
+                     "medrag_document_matches(document, text, jsonb)"):
+        op.execute(f"DROP FUNCTION IF EXISTS {function}")
+    op.execute("DROP TABLE IF EXISTS medrag_synonym")
+    for view in VIEWS:
+        op.execute(f"DROP VIEW IF EXISTS {view}")
+    op.execute("DROP INDEX IF EXISTS document_title_trgm")

@@ -1,0 +1,21 @@
+-- medrag_reader: may read the analyst views and call the search functions, nothing else. Created by migration
+-- 0005. Roles are cluster-wide; with your own server, give it a password: ALTER ROLE medrag_reader PASSWORD '...'.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'medrag_reader') THEN
+        CREATE ROLE medrag_reader LOGIN NOINHERIT;
+    END IF;
+END
+$$;
+
+GRANT USAGE ON SCHEMA public TO medrag_reader;
+GRANT SELECT ON v_chunk, v_hcpcs_current, v_icd10cm_current, v_ncd_current, v_lcd_hcpcs, v_release_history,
+    v_icd10cm_history, v_hcpcs_history TO medrag_reader;
+
+-- The search functions read base tables the reader cannot: they run with their owner's rights, on a fixed path.
+ALTER FUNCTION medrag_search(vector, text, integer, jsonb) SECURITY DEFINER SET search_path = public, pg_temp;
+ALTER FUNCTION medrag_search_text(text, integer, jsonb) SECURITY DEFINER SET search_path = public, pg_temp;
+REVOKE ALL ON FUNCTION medrag_search(vector, text, integer, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION medrag_search_text(text, integer, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION medrag_search(vector, text, integer, jsonb) TO medrag_reader;
+GRANT EXECUTE ON FUNCTION medrag_search_text(text, integer, jsonb) TO medrag_reader;
