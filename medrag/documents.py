@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, text
 
 from medrag.chunking import Section, TokenCounter, chunk_sections, default_token_counter
-from medrag.enrichment import hcpcs_category, hcpcs_document_text, icd10cm_document_text
+from medrag.enrichment import hcpcs_category, hcpcs_document_text, icd10cm_document_text, load_synonyms
 from medrag.loading import copy_rows
 
 NCD_URL = "https://www.cms.gov/medicare-coverage-database/view/ncd.aspx?NCDId={ncd_id}&ncdver={version}"
@@ -88,7 +88,12 @@ def _rows(conn: Connection, sql: str, **params: Any) -> list[dict[str, Any]]:
 # -- builders, one per release source ---------------------------------------------------------------------------
 
 
-def hcpcs_drafts(conn: Connection, release_id: int) -> list[DocumentDraft]:
+def _code_budget(counter: TokenCounter, heading: str) -> int:
+    """Tokens left for a code document's text once its heading is in: codes stay one chunk each."""
+    return counter.budget() - counter.count(heading) - 1
+
+
+def hcpcs_drafts(conn: Connection, release_id: int, counter: TokenCounter) -> list[DocumentDraft]:
     """One document per HCPCS code, enriched with its category and the current LCDs that list it."""
     lcds: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for row in _rows(
@@ -103,19 +108,21 @@ def hcpcs_drafts(conn: Connection, release_id: int) -> list[DocumentDraft]:
     for row in _rows(conn, "SELECT * FROM hcpcs_code WHERE release_id = :r ORDER BY kind, code", r=release_id):
         category = hcpcs_category(row["code"], row["kind"])
         listed = lcds.get(row["code"], [])
+        heading = f"HCPCS {row['code']}"
+        body = hcpcs_document_text(row, category, listed, counter=counter, max_tokens=_code_budget(counter, heading))
         drafts.append(DocumentDraft(
             source="hcpcs", key=row["code"], title=row["long_description"] or row["short_description"] or row["code"],
-            sections=[Section(heading=f"HCPCS {row['code']}", text=hcpcs_document_text(row, category, listed))],
+            sections=[Section(heading=heading, text=body)],
             effective_date=row["action_effective_date"] or row["code_added_date"],
             termination_date=row["termination_date"],
-            metadata={"kind": row["kind"], "category": category.section_title, "subcategory": category.range_title,
+            metadata={"kind": row["kind"], "category": category.section, "subcategory": category.category,
                       "betos": row["betos_code"], "coverage_code": row["coverage_code"],
                       "lcds": [lcd_id for lcd_id, _ in listed]},
         ))
     return drafts
 
 
-def icd10cm_drafts(conn: Connection, release_id: int) -> list[DocumentDraft]:
+def icd10cm_drafts(conn: Connection, release_id: int, counter: TokenCounter) -> list[DocumentDraft]:
     """One document per ICD-10-CM code with its chapter, section and parents' descriptions."""
     chapters = {r["chapter"]: r["description"] for r in
                 _rows(conn, "SELECT chapter, description FROM icd10cm_chapter WHERE release_id = :r", r=release_id)}
@@ -129,11 +136,14 @@ def icd10cm_drafts(conn: Connection, release_id: int) -> list[DocumentDraft]:
         while parent in by_code:
             parents.insert(0, by_code[parent]["description"])
             parent = by_code[parent]["parent_code"]
+        heading = f"ICD-10-CM {row['code']}"
+        definer = by_code.get(row["seven_chr_def_from"] or "")
         body = icd10cm_document_text(row, chapters.get(row["chapter"], ""), sections.get(row["section_id"], ""),
-                                     parents)
+                                     parents, seventh_characters=definer["seven_chr_def"] if definer else None,
+                                     counter=counter, max_tokens=_code_budget(counter, heading))
         drafts.append(DocumentDraft(
             source="icd10cm", key=row["code"], title=row["description"],
-            sections=[Section(heading=f"ICD-10-CM {row['code']}", text=body)],
+            sections=[Section(heading=heading, text=body)],
             metadata={"billable": row["billable"], "parent": row["parent_code"], "chapter": row["chapter"],
                       "section": row["section_id"]},
         ))
@@ -176,7 +186,7 @@ def _lcd_context(conn: Connection, release_id: int) -> dict[int, dict[str, Any]]
     return lcds
 
 
-def mcd_drafts(conn: Connection, release_id: int) -> list[DocumentDraft]:
+def mcd_drafts(conn: Connection, release_id: int, counter: TokenCounter) -> list[DocumentDraft]:
     """NCD documents (every version, sections per narrative) and LCD / Article documents when present."""
     from medrag.htmltext import html_to_text
 
@@ -198,24 +208,26 @@ def mcd_drafts(conn: Connection, release_id: int) -> list[DocumentDraft]:
     for lcd_id, context in sorted(_lcd_context(conn, release_id).items()):
         full = lcd_text.get(lcd_id)
         key = f"L{lcd_id}"
-        title = (full or {}).get("title") or f"LCD {key}"
+        real_title = (full or {}).get("title")
+        title = real_title or f"LCD {key}"
+        prefix = f"LCD {key} {real_title}" if real_title else f"LCD {key}"
         contractors = "; ".join(f"{c['name']} ({c['type']} {c['number']})" for c in context["contractors"])
         states = sorted(context["states"])
         sections = []
         if contractors:
-            sections.append(Section(f"LCD {key} {title} > Contractors and jurisdictions",
+            sections.append(Section(f"{prefix} > Contractors and jurisdictions",
                                     f"Contractors: {contractors}.\nStates: {', '.join(states)}.", "Contractors"))
         if context["codes"]:
             listing = "\n".join(f"- {code} {description}".rstrip() for code, description in context["codes"])
-            sections.append(Section(f"LCD {key} {title} > HCPCS codes", listing, "HCPCS codes"))
+            sections.append(Section(f"{prefix} > HCPCS codes", listing, "HCPCS codes"))
         for paragraph in context["groups"]:
             if paragraph.strip():
-                sections.append(Section(f"LCD {key} {title} > Code group notes", html_to_text(paragraph), "Codes"))
+                sections.append(Section(f"{prefix} > Code group notes", html_to_text(paragraph), "Codes"))
         if context["ncds"]:
-            sections.append(Section(f"LCD {key} {title} > Related NCDs", "\n".join(context["ncds"]), "Related NCDs"))
+            sections.append(Section(f"{prefix} > Related NCDs", "\n".join(context["ncds"]), "Related NCDs"))
         for column, heading in LCD_SECTIONS if full else ():
             if full.get(column):
-                sections.append(Section(f"LCD {key} {title} > {heading}", html_to_text(full[column]), heading))
+                sections.append(Section(f"{prefix} > {heading}", html_to_text(full[column]), heading))
         if not sections:
             continue
         drafts.append(DocumentDraft(
@@ -244,7 +256,7 @@ def mcd_drafts(conn: Connection, release_id: int) -> list[DocumentDraft]:
     return drafts
 
 
-def iom_drafts(conn: Connection, release_id: int) -> list[DocumentDraft]:
+def iom_drafts(conn: Connection, release_id: int, counter: TokenCounter) -> list[DocumentDraft]:
     """One document per IOM section, keyed manual/chapter/section (e.g. 100-02/15/110), with its page range."""
     from medrag.sources.iom import chapter_from_file_name
 
@@ -270,7 +282,7 @@ def iom_drafts(conn: Connection, release_id: int) -> list[DocumentDraft]:
     return drafts
 
 
-BUILDERS: dict[str, Callable[[Connection, int], list[DocumentDraft]]] = {
+BUILDERS: dict[str, Callable[[Connection, int, TokenCounter], list[DocumentDraft]]] = {
     "hcpcs": hcpcs_drafts, "icd10cm": icd10cm_drafts, "mcd": mcd_drafts, "iom": iom_drafts,
 }
 
@@ -308,6 +320,17 @@ def write_drafts(conn: Connection, release_id: int, drafts: list[DocumentDraft],
     return copy_rows(conn, "chunk", CHUNK_COLUMNS, chunks)
 
 
+def sync_synonyms(conn: Connection) -> int:
+    """Make medrag_synonym (the full-text query's abbreviation expansions) equal to the repo's synonym table."""
+    pairs = [{"term": term.lower(), "expansion": expansion}
+             for term, expansions in load_synonyms().items() for expansion in expansions]
+    conn.execute(text("DELETE FROM medrag_synonym"))
+    if pairs:
+        conn.execute(text("INSERT INTO medrag_synonym (term, expansion) VALUES (:term, :expansion) "
+                          "ON CONFLICT DO NOTHING"), pairs)
+    return len(pairs)
+
+
 def sync_current_documents(conn: Connection) -> int:
     """Documents are current exactly when their release is: one statement after any release changes."""
     return conn.execute(text(
@@ -332,11 +355,12 @@ def build_documents(
             stats.skipped = True
         else:
             conn.execute(text("DELETE FROM document WHERE release_id = :r"), {"r": release.id})
-            drafts = BUILDERS[source](conn, release.id)
-            stats.chunks = write_drafts(conn, release.id, drafts, counter or default_token_counter(),
-                                        release.is_current)
+            counter = counter or default_token_counter()
+            drafts = BUILDERS[source](conn, release.id, counter)
+            stats.chunks = write_drafts(conn, release.id, drafts, counter, release.is_current)
             for draft in drafts:
                 stats.documents[draft.source] = stats.documents.get(draft.source, 0) + 1
         sync_current_documents(conn)
+        sync_synonyms(conn)
     stats.seconds = time.perf_counter() - started
     return stats

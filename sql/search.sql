@@ -11,10 +11,11 @@
 --   manual      "100-02", chapter "15"   IOM manual / chapter
 -- Contractor and state narrow local determinations only: national NCDs, manuals and code sets apply everywhere.
 
--- Abbreviations and synonyms added to the full-text query (loaded from medrag/data/query_synonyms.csv).
+-- Abbreviations and synonyms added to the full-text query (filled from medrag/data/code_synonyms.csv by every refresh).
 CREATE TABLE IF NOT EXISTS medrag_synonym (
-    term text PRIMARY KEY,
-    expansion text NOT NULL
+    term text NOT NULL,
+    expansion text NOT NULL,
+    PRIMARY KEY (term, expansion)
 );
 
 -- Does a document (with its release label) pass the filters? A one-expression SQL function, so it is inlined.
