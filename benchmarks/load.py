@@ -99,11 +99,17 @@ def main() -> None:
         for table_name, (columns, rows, parse_seconds) in parsed_tables(args.cms_dir).items():
             table = Table(table_name, metadata, autoload_with=engine)
             constants = {"release_id": release_id}
-            copy_seconds = best_of(args.repeats, lambda: timed_rollback(
-                engine, lambda conn: copy_rows(conn, table_name, columns, rows, constants=constants)))
+
+            def copy_work(conn, table_name=table_name, columns=columns, rows=rows, constants=constants):  # noqa: ANN001
+                copy_rows(conn, table_name, columns, rows, constants=constants)
+
             with_release = [{**row, "release_id": release_id} for row in rows]
-            insert_seconds = best_of(args.repeats, lambda: timed_rollback(
-                engine, lambda conn: conn.execute(table.insert(), with_release)))
+
+            def insert_work(conn, table=table, with_release=with_release):  # noqa: ANN001
+                conn.execute(table.insert(), with_release)
+
+            copy_seconds = best_of(args.repeats, lambda work=copy_work: timed_rollback(engine, work))
+            insert_seconds = best_of(args.repeats, lambda work=insert_work: timed_rollback(engine, work))
             results.append({
                 "table": table_name, "rows": len(rows), "parse_rows_per_s": round(len(rows) / parse_seconds),
                 "copy_rows_per_s": round(len(rows) / copy_seconds),

@@ -152,7 +152,7 @@ AS $$
     legs AS (
         SELECT id, r, 'vector' AS leg, 1.0 AS weight FROM vector_leg
         UNION ALL SELECT id, r, 'text', 1.0 FROM text_leg
-        UNION ALL SELECT id, r, 'trigram', 0.5 FROM trigram_leg
+        UNION ALL SELECT id, r, 'trigram', 1.0 FROM trigram_leg
         UNION ALL SELECT id, r, 'exact', 1.0 FROM exact_leg
     ),
     fused AS (

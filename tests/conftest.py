@@ -115,3 +115,42 @@ def cms_mirror(tmp_path_factory: pytest.TempPathFactory, cms_dir: Path) -> Itera
     mirror = start_cms_mirror(tmp_path_factory.mktemp("cms_mirror"), cms_dir)
     yield mirror
     mirror.stop()
+
+
+# -- a database with the whole corpus loaded and indexed (documents + chunks) --------------------------------------
+
+
+@pytest.fixture(scope="session")
+def indexed_settings(pg_server_url: str, migrated_template: str, cms_mirror, tmp_path_factory) -> Iterator[object]:
+    """Settings on a session database that `indexed_engine` fills from the local CMS mirror."""
+    import dataclasses
+
+    from medrag.config import load_settings, source_urls_for
+
+    for url in fresh_database(pg_server_url, migrated_template):
+        yield dataclasses.replace(
+            load_settings(), database_url=url, home=tmp_path_factory.mktemp("indexed-home"),
+            source_urls=source_urls_for(f"mirror:{cms_mirror.base_url}"),
+        )
+
+
+@pytest.fixture(scope="session")
+def indexed_engine(indexed_settings) -> Engine:
+    """All four sources loaded, documents built for every current release, NCD and IOM chunks embedded.
+
+    LCD (2.3k chunks) and code documents (53k) are built but not embedded: CPU embedding of all of them would take
+    most of CI's budget; the exact, full-text and trigram legs of the search still find them.
+    """
+    from medrag import pipeline
+    from medrag.documents import build_documents
+    from medrag.embedding import DocumentEmbedder, embed_pending
+    from medrag.refresh import current_label
+
+    engine = get_engine(url=indexed_settings.database_url)
+    for source, release in (("mcd", None), ("iom", None), ("hcpcs", None), ("icd10cm", "all")):
+        for fetched in pipeline.fetch_source(indexed_settings, source, release=release):
+            pipeline.load_fetched(engine, indexed_settings, fetched)
+    for source in ("mcd", "iom", "hcpcs", "icd10cm"):
+        build_documents(engine, source, current_label(engine, source))
+    embed_pending(engine, DocumentEmbedder(indexed_settings.embedding_model), sources=["ncd", "iom"])
+    return engine

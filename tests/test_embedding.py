@@ -1,0 +1,188 @@
+"""The embedding stage on a real PostgreSQL + pgvector, with real NCD text and the real model."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sqlalchemy import Engine, text
+
+from medrag.config import load_settings
+from medrag.db import get_engine
+from medrag.embedding import DocumentEmbedder, EmbeddingError, EmbedStats, embed_pending
+from medrag.sources.mcd import ncd_documents, read_mcd_csv
+
+NCD_TRKG = Path("mcd/ncd/ncd_csv/ncd_trkg.csv")
+CHUNK_COUNT = 50
+
+
+def _content_hash(heading: str | None, body: str) -> str:
+    return hashlib.sha256(_embedded_text(heading, body).encode()).hexdigest()
+
+
+def _embedded_text(heading: str | None, body: str) -> str:
+    """What the stage must embed: the heading on its own line, then the text (just the text without one)."""
+    return f"{heading}\n{body}" if heading is not None else body
+
+
+@pytest.fixture(scope="module")
+def ncd_passages(cms_dir: Path) -> list[tuple[str | None, str]]:
+    """(heading, text) pairs: paragraphs of real NCD narratives, every fifth one without a heading."""
+    passages: list[tuple[str | None, str]] = []
+    for document in ncd_documents(read_mcd_csv(cms_dir / NCD_TRKG)):
+        for paragraph in (document["indications_limitations"] or "").split("\n\n"):
+            if 80 <= len(paragraph) <= 800 and len(passages) < CHUNK_COUNT:
+                heading = None if len(passages) % 5 == 4 else document["title"]
+                passages.append((heading, paragraph))
+    assert len(passages) == CHUNK_COUNT
+    return passages
+
+
+@pytest.fixture(scope="module")
+def embedder() -> DocumentEmbedder:
+    """The real all-MiniLM-L6-v2, loaded once for the module."""
+    return DocumentEmbedder(load_settings().embedding_model, device="cpu")
+
+
+def _reference_vectors(embedder: DocumentEmbedder, texts: list[str]) -> np.ndarray:
+    """SentenceTransformer.encode called directly: none of DocumentEmbedder's ordering or the database involved."""
+    return embedder.model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+
+
+@pytest.fixture(scope="module")
+def reference_vectors(embedder: DocumentEmbedder, ncd_passages: list[tuple[str | None, str]]) -> np.ndarray:
+    """The model's vectors for the 50 embedded texts, in passage order."""
+    return _reference_vectors(embedder, [_embedded_text(heading, body) for heading, body in ncd_passages])
+
+
+def _new_document(engine: Engine, label: str) -> int:
+    with engine.begin() as conn:
+        release_id = conn.execute(
+            text("INSERT INTO release (source, label) VALUES ('mcd', :label) RETURNING id"), {"label": label}
+        ).scalar_one()
+        return conn.execute(
+            text(
+                "INSERT INTO document (release_id, source, key, title, content_hash) "
+                "VALUES (:release_id, 'ncd', :key, 'NCD passages', :key) RETURNING id"
+            ),
+            {"release_id": release_id, "key": f"passages-{label}"},
+        ).scalar_one()
+
+
+def _insert_chunks(engine: Engine, document_id: int, passages: list[tuple[str | None, str]]) -> list[int]:
+    with engine.begin() as conn:
+        return [
+            conn.execute(
+                text(
+                    "INSERT INTO chunk (document_id, ordinal, heading, text, content_hash) "
+                    "VALUES (:document_id, :ordinal, :heading, :text, :content_hash) RETURNING id"
+                ),
+                {
+                    "document_id": document_id,
+                    "ordinal": ordinal,
+                    "heading": heading,
+                    "text": body,
+                    "content_hash": _content_hash(heading, body),
+                },
+            ).scalar_one()
+            for ordinal, (heading, body) in enumerate(passages)
+        ]
+
+
+def _vectors(engine: Engine, chunk_ids: list[int]) -> list[np.ndarray | None]:
+    with engine.connect() as conn:
+        query = text("SELECT id, embedding::real[] FROM chunk WHERE id = ANY(:ids)")
+        rows = dict(conn.execute(query, {"ids": chunk_ids}).all())
+    return [None if rows[chunk_id] is None else np.asarray(rows[chunk_id], dtype=np.float32) for chunk_id in chunk_ids]
+
+
+@pytest.fixture(scope="module")
+def first_release(
+    engine: Engine, ncd_passages: list[tuple[str | None, str]], embedder: DocumentEmbedder
+) -> tuple[list[int], EmbedStats]:
+    """The 50 NCD chunks of a first release, and the stats of the run that embedded them."""
+    chunk_ids = _insert_chunks(engine, _new_document(engine, "2025Q1"), ncd_passages)
+    return chunk_ids, embed_pending(engine, embedder, batch_size=16)
+
+
+def test_first_run_embeds_every_chunk_with_the_models_vectors(
+    engine: Engine, reference_vectors: np.ndarray, first_release: tuple[list[int], EmbedStats]
+) -> None:
+    chunk_ids, stats = first_release
+    assert (stats.reused, stats.embedded) == (0, CHUNK_COUNT)
+    assert stats.seconds_encode > 0 and stats.seconds_write > 0 and stats.chunks_per_second > 0
+    for vector, expected in zip(_vectors(engine, chunk_ids), reference_vectors, strict=True):
+        assert vector is not None
+        assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
+        np.testing.assert_allclose(vector, expected, atol=1e-5)
+
+
+def test_encode_keeps_the_callers_order(
+    embedder: DocumentEmbedder, ncd_passages: list[tuple[str | None, str]], reference_vectors: np.ndarray
+) -> None:
+    # Mixed lengths in an order unlike both length orders, so a missed restore shows.
+    picks = [9, 2, 30, 0, 41, 17]
+    vectors = embedder.encode([_embedded_text(*ncd_passages[index]) for index in picks])
+    assert vectors.dtype == np.float32 and vectors.shape == (len(picks), 384)
+    np.testing.assert_allclose(vectors, reference_vectors[picks], atol=1e-5)
+
+
+def test_a_second_run_embeds_nothing(engine: Engine, first_release: tuple[list[int], EmbedStats]) -> None:
+    idle = DocumentEmbedder(load_settings().embedding_model, device="cpu")
+    stats = embed_pending(engine, idle)
+    assert (stats.reused, stats.embedded) == (0, 0)
+    assert not idle.is_loaded
+
+
+def test_unchanged_content_in_a_new_release_is_reused_without_the_model(
+    engine: Engine, ncd_passages: list[tuple[str | None, str]], first_release: tuple[list[int], EmbedStats]
+) -> None:
+    chunk_ids, _ = first_release
+    [carried_over] = _insert_chunks(engine, _new_document(engine, "2025Q2"), ncd_passages[7:8])
+    idle = DocumentEmbedder(load_settings().embedding_model, device="cpu")
+    stats = embed_pending(engine, idle)
+    assert (stats.reused, stats.embedded) == (1, 0)
+    assert not idle.is_loaded
+    reused_vector, original_vector = _vectors(engine, [carried_over, chunk_ids[7]])
+    np.testing.assert_array_equal(reused_vector, original_vector)
+
+
+def test_changed_text_is_embedded_again_and_each_new_text_only_once(
+    engine: Engine,
+    ncd_passages: list[tuple[str | None, str]],
+    embedder: DocumentEmbedder,
+    reference_vectors: np.ndarray,
+    first_release: tuple[list[int], EmbedStats],
+) -> None:
+    chunk_ids, _ = first_release
+    heading, body = ncd_passages[3]
+    revised = body + " This sentence was added in the revision."
+    with engine.begin() as conn:
+        conn.execute(
+            text("UPDATE chunk SET text = :text, content_hash = :hash, embedding = NULL WHERE id = :id"),
+            {"text": revised, "hash": _content_hash(heading, revised), "id": chunk_ids[3]},
+        )
+    # The same revised passage in another document: one text to encode, two chunks to fill.
+    [twin] = _insert_chunks(engine, _new_document(engine, "2025Q3"), [(heading, revised)])
+    progress_calls: list[tuple[int, int]] = []
+    stats = embed_pending(engine, embedder, progress=lambda done, total: progress_calls.append((done, total)))
+    assert (stats.reused, stats.embedded) == (0, 2)
+    assert progress_calls == [(1, 1)]
+    revised_vector, twin_vector = _vectors(engine, [chunk_ids[3], twin])
+    [expected] = _reference_vectors(embedder, [_embedded_text(heading, revised)])
+    np.testing.assert_allclose(revised_vector, expected, atol=1e-5)
+    np.testing.assert_array_equal(twin_vector, revised_vector)
+    assert float(np.dot(revised_vector, reference_vectors[3])) < 0.9999
+
+
+def test_a_missing_model_folder_is_a_user_error(tmp_path: Path) -> None:
+    with pytest.raises(EmbeddingError, match="MEDRAG_EMBEDDING_MODEL"):
+        DocumentEmbedder(str(tmp_path / "no-such-model"), device="cpu").load()
+
+
+def test_a_database_without_pgvector_is_a_user_error(empty_db_url: str) -> None:
+    idle = DocumentEmbedder(load_settings().embedding_model, device="cpu")
+    with pytest.raises(EmbeddingError, match="medrag db migrate"):
+        embed_pending(get_engine(url=empty_db_url), idle)

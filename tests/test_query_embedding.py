@@ -1,0 +1,151 @@
+"""The ONNX query embedder against sentence-transformers itself, on real NCD text and the real model."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sentence_transformers import SentenceTransformer
+from tokenizers import Tokenizer
+
+from medrag.config import load_settings
+from medrag.query_embedding import (
+    BACKEND_ONNX,
+    BACKEND_SENTENCE_TRANSFORMERS,
+    QueryEmbedder,
+    mean_pool,
+    onnx_path_for,
+)
+from medrag.sources.mcd import ncd_documents, read_mcd_csv
+
+NCD_TRKG = Path("mcd/ncd/ncd_csv/ncd_trkg.csv")
+MAX_SEQ_LENGTH = 256
+
+
+@pytest.fixture(scope="module")
+def model_path() -> Path:
+    """The packaged all-MiniLM-L6-v2 folder."""
+    return Path(load_settings().embedding_model)
+
+
+@pytest.fixture(scope="module")
+def reference_model(model_path: Path) -> SentenceTransformer:
+    """sentence-transformers' own pipeline for the model, the thing the ONNX path must reproduce."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    return SentenceTransformer(str(model_path), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty ONNX cache for this module."""
+    return tmp_path_factory.mktemp("onnx_cache")
+
+
+@pytest.fixture(scope="module")
+def onnx_embedder(model_path: Path, cache_dir: Path) -> QueryEmbedder:
+    """The embedder a first call builds: it exports the model into the empty cache."""
+    embedder = QueryEmbedder.for_model(model_path, cache_dir)
+    assert embedder.backend == BACKEND_ONNX
+    return embedder
+
+
+@pytest.fixture(scope="module")
+def ncd_texts(cms_dir: Path) -> list[str]:
+    """50 real texts from short to long: NCD titles, single paragraphs and whole narratives (some > 256 tokens)."""
+    documents = [doc for doc in ncd_documents(read_mcd_csv(cms_dir / NCD_TRKG)) if doc["indications_limitations"]]
+    titles = [doc["title"] for doc in documents[:20]]
+    paragraphs = [
+        paragraph
+        for doc in documents[20:80]
+        for paragraph in doc["indications_limitations"].split("\n\n")
+        if 100 <= len(paragraph) <= 900
+    ][:20]
+    narratives = sorted((doc["indications_limitations"] for doc in documents[80:]), key=len)[-10:]
+    texts = titles + paragraphs + narratives
+    assert len(texts) == 50
+    return texts
+
+
+def test_onnx_vectors_match_sentence_transformers(
+    onnx_embedder: QueryEmbedder, reference_model: SentenceTransformer, ncd_texts: list[str], model_path: Path
+) -> None:
+    untruncated = Tokenizer.from_file(str(model_path / "tokenizer.json"))
+    untruncated.no_truncation()
+    untruncated.no_padding()
+    token_counts = [len(untruncated.encode(text).ids) for text in ncd_texts]
+    assert min(token_counts) < 32 and max(token_counts) > 4 * MAX_SEQ_LENGTH  # truncation is exercised
+
+    expected = reference_model.encode(ncd_texts, normalize_embeddings=True, convert_to_numpy=True)
+    actual = np.array([onnx_embedder.embed(text) for text in ncd_texts], dtype=np.float32)
+    assert actual.shape == expected.shape == (50, 384)
+    cosines = np.sum(actual * expected, axis=1) / (np.linalg.norm(actual, axis=1) * np.linalg.norm(expected, axis=1))
+    assert float(cosines.min()) >= 0.9999
+    assert float(np.abs(actual - expected).max()) <= 1e-4
+    np.testing.assert_allclose(np.linalg.norm(actual, axis=1), 1.0, atol=1e-5)
+
+
+def test_a_long_text_is_cut_where_sentence_transformers_cuts_it(
+    onnx_embedder: QueryEmbedder, reference_model: SentenceTransformer, ncd_texts: list[str]
+) -> None:
+    longest = ncd_texts[-1]
+    # Words appended far past the 256th word piece change nothing, for either pipeline.
+    extended = longest + " Unrelated trailing words about dermatology and orthodontics."
+    np.testing.assert_allclose(onnx_embedder.embed(extended), onnx_embedder.embed(longest), atol=1e-6)
+    expected = reference_model.encode([extended], normalize_embeddings=True, convert_to_numpy=True)[0]
+    assert float(np.abs(np.asarray(onnx_embedder.embed(extended)) - expected).max()) <= 1e-4
+
+
+def test_mean_pool_ignores_padding() -> None:
+    tokens = np.arange(2 * 4 * 3, dtype=np.float32).reshape(2, 4, 3)
+    mask = np.array([[1, 1, 1, 1], [1, 1, 0, 0]])
+    pooled = mean_pool(tokens, mask)
+    np.testing.assert_allclose(pooled[0], tokens[0].mean(axis=0))
+    np.testing.assert_allclose(pooled[1], tokens[1, :2].mean(axis=0))
+
+
+def test_the_export_is_cached_and_reused(onnx_embedder: QueryEmbedder, model_path: Path, cache_dir: Path) -> None:
+    onnx_path = onnx_path_for(model_path, cache_dir)
+    assert [path.name for path in cache_dir.iterdir()] == [onnx_path.name]
+    made_at = onnx_path.stat().st_mtime_ns
+    again = QueryEmbedder.for_model(model_path, cache_dir)
+    assert again.backend == BACKEND_ONNX
+    assert onnx_path.stat().st_mtime_ns == made_at
+    assert again.embed("home oxygen therapy") == onnx_embedder.embed("home oxygen therapy")
+
+
+def test_query_time_never_imports_torch(onnx_embedder: QueryEmbedder, model_path: Path, cache_dir: Path) -> None:
+    program = (
+        "import json, sys\n"
+        "import medrag.query_embedding as qe\n"
+        "after_import = sorted(name for name in ('torch', 'sentence_transformers') if name in sys.modules)\n"
+        f"embedder = qe.QueryEmbedder.for_model({str(model_path)!r}, {str(cache_dir)!r})\n"
+        "vector = embedder.embed('Is acupuncture for chronic low back pain covered?')\n"
+        "after_query = sorted(name for name in ('torch', 'sentence_transformers') if name in sys.modules)\n"
+        "print(json.dumps([after_import, after_query, embedder.backend, len(vector)]))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(result.stdout) == [[], [], BACKEND_ONNX, 384]
+
+
+def test_falls_back_to_sentence_transformers_when_no_onnx_can_be_made(
+    model_path: Path,
+    reference_model: SentenceTransformer,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the cache directory would go")
+    with caplog.at_level(logging.WARNING, logger="medrag.query_embedding"):
+        embedder = QueryEmbedder.for_model(model_path, blocker / "cache")
+    assert embedder.backend == BACKEND_SENTENCE_TRANSFORMERS
+    [warning] = caplog.records
+    assert "sentence-transformers" in warning.getMessage() and "\n" not in warning.getMessage()
+    question = "Is home oxygen covered for cluster headaches?"
+    expected = reference_model.encode([question], normalize_embeddings=True, convert_to_numpy=True)[0]
+    np.testing.assert_allclose(embedder.embed(question), expected, atol=1e-5)

@@ -1,0 +1,164 @@
+"""Hybrid retrieval on the real corpus: exact identifiers, filters, the SQL function and the CLI agreeing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import psycopg
+import pytest
+from sqlalchemy import text
+
+from medrag.cli.retrieval import query_embedder
+from medrag.db import libpq_url
+from medrag.search import QueryError, SearchFilters, search, vector_literal
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    return query_embedder()
+
+
+def keys(result) -> list[tuple[str, str]]:
+    return [(hit.source, hit.key) for hit in result.hits]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("E0601", ("hcpcs", "E0601")),
+        ("what is E11.621", ("icd10cm", "E11.621")),
+        ("E11621", ("icd10cm", "E11.621")),
+        ("NCD 240.2", ("ncd", "240.2")),
+        ("L33718 contractors", ("lcd", "L33718")),
+        ("LCD 33718", ("lcd", "L33718")),
+    ],
+)
+def test_exact_identifiers_rank_first(indexed_engine, embedder, query: str, expected: tuple[str, str]) -> None:
+    result = search(indexed_engine, query, k=5, embedder=embedder)
+    assert keys(result)[0] == expected
+    assert "exact" in result.hits[0].matched
+
+
+def test_natural_question_finds_home_oxygen_ncd(indexed_engine, embedder) -> None:
+    result = search(indexed_engine, "when does medicare pay for oxygen equipment at home", k=5, embedder=embedder)
+    assert ("ncd", "240.2") in keys(result)
+
+
+def test_misspelling_falls_back_on_trigram(indexed_engine) -> None:
+    result = search(indexed_engine, "tuberculosus of lung", k=10, filters=SearchFilters(sources=("icd10cm",)))
+    assert any(hit.key.startswith("A15") for hit in result.hits)
+    assert any("trigram" in hit.matched for hit in result.hits)
+
+
+def test_each_filter_restricts_the_hits(indexed_engine, embedder) -> None:
+    only_ncd = search(indexed_engine, "oxygen", k=10, filters=SearchFilters(sources=("ncd",)), embedder=embedder)
+    assert only_ncd.hits and {hit.source for hit in only_ncd.hits} == {"ncd"}
+    by_key = search(indexed_engine, "coverage", k=10, filters=SearchFilters(keys=("240.2",)), embedder=embedder)
+    assert by_key.hits and {hit.key for hit in by_key.hits} == {"240.2"}
+    fy2021 = search(indexed_engine, "low back pain", k=10, filters=SearchFilters(release="FY2021"))
+    assert all(hit.release == "FY2021" for hit in fy2021.hits)  # FY2021 has no documents: nothing current leaks
+    with indexed_engine.connect() as conn:
+        ak_lcds = set(conn.execute(text(
+            "SELECT key FROM document WHERE source = 'lcd' AND is_current AND metadata -> 'states' @> '\"AK\"'"
+        )).scalars())
+    in_alaska = search(indexed_engine, "positive airway pressure device", k=20,
+                       filters=SearchFilters(sources=("lcd",), state="AK"), embedder=embedder)
+    assert in_alaska.hits and {hit.key for hit in in_alaska.hits} <= ak_lcds
+    noridian = search(indexed_engine, "positive airway pressure", k=20,
+                      filters=SearchFilters(sources=("lcd",), contractor="Noridian"), embedder=embedder)
+    assert noridian.hits
+    with indexed_engine.connect() as conn:
+        for hit in noridian.hits:
+            names = conn.execute(text("SELECT metadata -> 'contractor_names' FROM document WHERE id = :d"),
+                                 {"d": hit.document_id}).scalar()
+            assert any("Noridian" in name for name in names)
+
+
+def test_selective_filter_still_returns_k_hits(indexed_engine, embedder) -> None:
+    # One NCD's chunks out of thousands: the HNSW scan has to keep going (iterative scan) to fill k.
+    with indexed_engine.connect() as conn:
+        chunks = conn.execute(text("SELECT count(*) FROM v_chunk WHERE key = '240.2' AND is_current")).scalar()
+    result = search(indexed_engine, "wheelchair cushion", k=2, embedder=embedder,
+                    filters=SearchFilters(sources=("ncd",), keys=("240.2",)))
+    assert chunks >= 2 and len(result.hits) == 2
+
+
+def test_as_of_excludes_terminated_determinations(indexed_engine) -> None:
+    with indexed_engine.connect() as conn:
+        terminated = conn.execute(text(
+            "SELECT key, termination_date FROM document WHERE source = 'ncd' AND is_current "
+            "AND termination_date IS NOT NULL ORDER BY key LIMIT 1")).one()
+    before = search(indexed_engine, f"NCD {terminated.key}", k=3,
+                    filters=SearchFilters(as_of=terminated.termination_date.replace(day=1, month=1)))
+    after = search(indexed_engine, f"NCD {terminated.key}", k=3,
+                   filters=SearchFilters(as_of=terminated.termination_date))
+    assert ("ncd", terminated.key) in keys(before)
+    assert ("ncd", terminated.key) not in keys(after)
+
+
+def test_sql_function_and_cli_agree(indexed_engine, indexed_settings, embedder) -> None:
+    question = "home oxygen therapy coverage"
+    env = dict(os.environ) | {"DATABASE_URL": indexed_settings.database_url, "MEDRAG_HOME": str(indexed_settings.home)}
+    cli = subprocess.run([sys.executable, "-m", "medrag", "search", question, "-k", "5", "--source", "ncd", "--json"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert cli.returncode == 0, cli.stderr
+    printed = json.loads(cli.stdout)
+    assert set(printed) == {"query", "filters", "hits", "timings_ms"}
+    with psycopg.connect(libpq_url(indexed_settings.database_url)) as conn:
+        rows = conn.execute(
+            "SELECT chunk_id FROM medrag_search(%s::vector, %s, 5, %s::jsonb)",
+            (vector_literal(embedder.embed(question)), question, json.dumps({"source": ["ncd"]})),
+        ).fetchall()
+    assert [hit["chunk_id"] for hit in printed["hits"]] == [row[0] for row in rows]
+    assert {"rank", "score", "source", "key", "title", "heading", "text", "chunk_id", "document_id", "release",
+            "url"} == set(printed["hits"][0])
+
+
+def test_full_text_only_function_needs_no_vector(indexed_settings) -> None:
+    with psycopg.connect(libpq_url(indexed_settings.database_url)) as conn:
+        rows = conn.execute("SELECT source, key FROM medrag_search_text('CPAP device', 5, '{}')").fetchall()
+    assert ("hcpcs", "E0601") in rows
+
+
+def test_reader_role_can_search_but_not_write(indexed_settings) -> None:
+    url = libpq_url(indexed_settings.database_url).replace("postgres@", "medrag_reader@")
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT count(*) FROM v_hcpcs_current").fetchone()[0] == 6800
+        assert conn.execute("SELECT count(*) FROM medrag_search_text('oxygen', 3, '{}')").fetchone()[0] == 3
+        conn.rollback()
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("INSERT INTO release (source, label) VALUES ('x', 'y')")
+        conn.rollback()
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT count(*) FROM chunk")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["search", ""], "query is empty"),
+        (["search", "x" * 10_000], "limit is 2,000"),
+        (["search", "oxygen", "--source", "nope"], "Invalid value for '--source'"),
+        (["search", "oxygen", "--as-of", "2024-13-45"], "Invalid value for '--as-of'"),
+        (["search", "oxygen", "--state", "California"], "two-letter"),
+    ],
+)
+def test_bad_search_input_is_exit_2_with_a_clear_message(indexed_settings, args, message) -> None:
+    env = dict(os.environ) | {"DATABASE_URL": indexed_settings.database_url, "MEDRAG_HOME": str(indexed_settings.home)}
+    result = subprocess.run([sys.executable, "-m", "medrag", *args], capture_output=True, text=True, env=env,
+                            timeout=120)
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_sql_metacharacters_are_just_text(indexed_engine) -> None:
+    for hostile in ("'; DROP TABLE chunk; --", 'oxygen" OR 1=1', "a & b | !c <-> (", "\\x00 %s %(x)s"):
+        result = search(indexed_engine, hostile, k=3)
+        assert isinstance(result.hits, list)
+    with indexed_engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM chunk")).scalar() > 0
+    with pytest.raises(QueryError):
+        search(indexed_engine, "oxygen\x07bell", k=3)
