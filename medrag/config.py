@@ -57,6 +57,14 @@ class Settings:
     max_download_bytes: int = 2 * 1024**3
     llm_timeout: float = 120.0
     log_queries: str = "full"
+    # `medrag ask` (medrag/answer/): evidence threshold, context size and validation strictness.
+    answer_min_similarity: float = 0.45
+    answer_max_sources: int = 6
+    answer_max_sentences: int = 4
+    answer_support_min: float = 0.5
+    llm_max_tokens: int = 512
+    llm_retries: int = 1
+    query_rewrite: str = "expand"
 
     @property
     def pg_dir(self) -> Path:
@@ -109,4 +117,11 @@ def load_settings() -> Settings:
         max_download_bytes=_env_int("MEDRAG_MAX_DOWNLOAD_BYTES", 2 * 1024**3),
         llm_timeout=_env_float("MEDRAG_LLM_TIMEOUT", 120.0),
         log_queries=os.environ.get("MEDRAG_LOG_QUERIES", "full"),
+        answer_min_similarity=_env_float("MEDRAG_ANSWER_MIN_SIMILARITY", 0.45),
+        answer_max_sources=_env_int("MEDRAG_ANSWER_MAX_SOURCES", 6),
+        answer_max_sentences=_env_int("MEDRAG_ANSWER_MAX_SENTENCES", 4),
+        answer_support_min=_env_float("MEDRAG_ANSWER_SUPPORT_MIN", 0.5),
+        llm_max_tokens=_env_int("MEDRAG_LLM_MAX_TOKENS", 512),
+        llm_retries=_env_int("MEDRAG_LLM_RETRIES", 1),
+        query_rewrite=os.environ.get("MEDRAG_QUERY_REWRITE") or "expand",
     )

@@ -36,12 +36,15 @@ def main() -> None:
 
 
 def _register() -> None:
+    from medrag.cli import ask as ask_commands
     from medrag.cli import db as db_commands
+    from medrag.cli import flows as flows_commands
     from medrag.cli import ingest as ingest_commands
     from medrag.cli import mirror as mirror_commands
     from medrag.cli import retrieval as retrieval_commands
 
-    for module in (db_commands, ingest_commands, mirror_commands, retrieval_commands):
+    for module in (db_commands, ingest_commands, mirror_commands, retrieval_commands, flows_commands,
+                   ask_commands):
         for command in module.COMMANDS:
             main.add_command(command)
 
