@@ -37,16 +37,24 @@ def main() -> None:
 
 def _register() -> None:
     from medrag.cli import ask as ask_commands
+    from medrag.cli import codes as codes_commands
     from medrag.cli import db as db_commands
+    from medrag.cli import evaluate as evaluate_commands
     from medrag.cli import flows as flows_commands
     from medrag.cli import ingest as ingest_commands
     from medrag.cli import mirror as mirror_commands
     from medrag.cli import retrieval as retrieval_commands
 
     for module in (db_commands, ingest_commands, mirror_commands, retrieval_commands, flows_commands,
-                   ask_commands):
+                   evaluate_commands, ask_commands, codes_commands):
         for command in module.COMMANDS:
-            main.add_command(command)
+            existing = main.commands.get(command.name)
+            # Several modules add subcommands to one group (e.g. `eval retrieval`, `eval answers`, `eval codes`).
+            if isinstance(existing, click.Group) and isinstance(command, click.Group):
+                for name, subcommand in command.commands.items():
+                    existing.add_command(subcommand, name)
+            else:
+                main.add_command(command)
 
 
 _register()

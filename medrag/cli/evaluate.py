@@ -1,0 +1,84 @@
+"""`medrag eval ...`: measure retrieval (and, from their own modules, answers and code lookup) on question sets."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import click
+
+from medrag.db import get_engine
+from medrag.errors import MedragError
+from medrag.evaluation import DEFAULT_KS, Question, evaluate, load_questions
+from medrag.search import SearchFilters, search
+
+
+@click.group("eval")
+def eval_group() -> None:
+    """Evaluate medrag on a question set and print the figures."""
+
+
+def parse_ks(value: str) -> list[int]:
+    """'1,3,5,10' -> [1, 3, 5, 10]."""
+    try:
+        ks = sorted({int(part) for part in value.split(",") if part.strip()})
+    except ValueError as exc:
+        raise MedragError(f"-k takes comma-separated whole numbers such as 1,3,5,10, not {value!r}") from exc
+    if not ks or ks[0] < 1 or ks[-1] > 200:
+        raise MedragError("-k values must be between 1 and 200")
+    return ks
+
+
+def filters_from_json(raw: dict) -> SearchFilters:
+    """SearchFilters from a question's "filters" object (same keys as the SQL function's filters)."""
+    sources = raw.get("source", ())
+    keys = raw.get("key", ())
+    return SearchFilters(
+        sources=tuple([sources] if isinstance(sources, str) else sources),
+        keys=tuple([keys] if isinstance(keys, str) else keys),
+        release=raw.get("release", "current"),
+        contractor=raw.get("contractor"), state=raw.get("state"), manual=raw.get("manual"), chapter=raw.get("chapter"),
+    )
+
+
+@eval_group.command("retrieval")
+@click.option("--questions", "questions_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=Path("eval/retrieval_dev.jsonl"), show_default=True)
+@click.option("-k", "ks", default=",".join(map(str, DEFAULT_KS)), show_default=True, help="Cut-offs, e.g. 1,3,5,10.")
+@click.option("--json", "as_json", is_flag=True, help="Print the full report (per question too) as JSON.")
+def eval_retrieval(questions_file: Path, ks: str, as_json: bool) -> None:
+    """hit@k, MRR, nDCG@k (graded), recall@k and latency p50/p95, overall, per category and per source."""
+    from medrag.cli.retrieval import query_embedder
+
+    cutoffs = parse_ks(ks)
+    questions = load_questions(questions_file)
+    engine = get_engine()
+    embedder = query_embedder()
+    search(engine, "warm up", k=1, embedder=embedder)  # first call pays connection + ONNX session start
+
+    def retrieve(question: Question, k: int) -> tuple[list[tuple[str, str]], float]:
+        started = time.perf_counter()
+        result = search(engine, question.question, k=k, filters=filters_from_json(question.filters),
+                        embedder=embedder)
+        return [(hit.source, hit.key) for hit in result.hits], (time.perf_counter() - started) * 1000
+
+    report = evaluate(questions, retrieve, cutoffs)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    columns = [f"hit@{k}" for k in cutoffs] + ["mrr"] + [f"ndcg@{k}" for k in cutoffs] + \
+              [f"recall@{k}" for k in cutoffs] + ["latency_p50_ms", "latency_p95_ms", "questions"]
+    click.echo(f"{'':22}" + "".join(f"{name:>11}" for name in columns))
+    rows = [("overall", report["overall"])] + [(f"category {n}", m) for n, m in report["by_category"].items()] + \
+           [(f"source {n}", m) for n, m in report["by_source"].items()]
+    for name, metrics in rows:
+        click.echo(f"{name[:22]:22}" + "".join(f"{metrics[column]:>11}" for column in columns))
+    click.echo(f"({report['unanswerable_questions']} unanswerable questions are not scored here; "
+               "see `medrag eval answers`)")
+    misses = [q for q in report["questions"] if q[f"hit@{cutoffs[-1]}"] == 0]
+    for miss in misses:
+        click.echo(f"miss {miss['id']}: {miss['question']!r} -> {', '.join(miss['top'])}", err=True)
+
+
+COMMANDS = [eval_group]
