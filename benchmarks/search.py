@@ -1,0 +1,188 @@
+"""Search latency on the real corpus, and recall/latency at scale with synthetic chunks shaped like the real ones.
+
+Run against the indexed database of `make run` (MEDRAG_HOME / DATABASE_URL as for the CLI):
+  .venv/bin/python benchmarks/search.py [--questions eval/retrieval_dev.jsonl] [--scale 300000] [--out ...]
+Part 1 (real corpus, warm): p50/p95 of query embedding (ONNX) and of the medrag_search SQL, per query.
+Part 2 (scale): a scratch database with `--scale` chunks: real texts and real vectors, each copied with small
+Gaussian noise (renormalised) so the copies keep the real clusters; sources in the real proportions. For
+unfiltered and filtered (one source, one key) queries: p95 of medrag_search and recall@10 of the HNSW vector leg
+against exact search (sequential scan) on the same filter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector
+from sqlalchemy.engine import make_url
+
+from medrag import migrate
+from medrag.cli.retrieval import query_embedder
+from medrag.db import database_url, get_engine, libpq_url
+from medrag.evaluation import load_questions, percentile
+from medrag.search import search, vector_literal
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def pct(values: list[float]) -> dict[str, float]:
+    """p50 / p95 / mean in ms, rounded."""
+    return {"p50_ms": round(percentile(values, 50), 2), "p95_ms": round(percentile(values, 95), 2),
+            "mean_ms": round(statistics.fmean(values), 2), "n": len(values)}
+
+
+def real_corpus(url: str, questions: list[str], repeats: int) -> dict[str, object]:
+    """Warm per-query timings of the embedding and the SQL on the indexed database."""
+    engine = get_engine(url=url)
+    embedder = query_embedder()
+    search(engine, "warm up", k=10, embedder=embedder)
+    embed_ms, sql_ms = [], []
+    for _ in range(repeats):
+        for question in questions:
+            result = search(engine, question, k=10, embedder=embedder)
+            embed_ms.append(result.timings_ms["embed"])
+            sql_ms.append(result.timings_ms["sql"])
+    with engine.connect() as conn:
+        chunks = conn.exec_driver_sql("SELECT count(*) FROM chunk WHERE embedding IS NOT NULL").scalar()
+    return {"chunks_embedded": chunks, "embed": pct(embed_ms), "sql": pct(sql_ms)}
+
+
+def build_scaled(source_url: str, scale: int, seed: int) -> tuple[str, str]:
+    """A scratch database with `scale` chunks copied (with noise) from the real ones; returns (url, name)."""
+    rng = np.random.default_rng(seed)
+    with psycopg.connect(libpq_url(source_url)) as conn:
+        register_vector(conn)
+        real = conn.execute(
+            "SELECT d.source, d.key, c.heading, c.text, c.embedding FROM chunk c "
+            "JOIN document d ON d.id = c.document_id WHERE c.embedding IS NOT NULL AND d.is_current").fetchall()
+    name = f"medrag_scale_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(libpq_url(source_url), autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    url = make_url(source_url).set(database=name).render_as_string(hide_password=False)
+    migrate.upgrade(url)
+    copies = -(-scale // len(real))
+    with psycopg.connect(libpq_url(url)) as conn:
+        register_vector(conn)
+        release = conn.execute("INSERT INTO release (source, label, status, is_current) "
+                               "VALUES ('bench', 'scale', 'loaded', true) RETURNING id").fetchone()[0]
+        conn.execute("DROP INDEX chunk_embedding_hnsw")  # built once after the load: much faster than per row
+        written = 0
+        for copy_number in range(copies):
+            with conn.cursor().copy("COPY document (id, release_id, source, key, version, title, content_hash, "
+                                    "is_current) FROM STDIN") as copy:
+                for index, (source, key, _heading, _text, _vector) in enumerate(real):
+                    if written + index >= scale:
+                        break
+                    copy.write_row((written + index + 1, release, source, f"{key}#{copy_number}", "", key, "h", True))
+            with conn.cursor().copy("COPY chunk (document_id, ordinal, text, heading, embedding, content_hash) "
+                                    "FROM STDIN WITH (FORMAT BINARY)") as copy:
+                copy.set_types(["bigint", "integer", "text", "text", "vector", "text"])
+                for index, (_source, _key, heading, text, vector) in enumerate(real):
+                    if written + index >= scale:
+                        break
+                    noisy = vector + rng.normal(0, 0.02, vector.shape).astype(np.float32) if copy_number else vector
+                    noisy = noisy / np.linalg.norm(noisy)
+                    copy.write_row((written + index + 1, 0, text, heading, noisy.astype(np.float32), "h"))
+            written = min(scale, written + len(real))
+        conn.execute("SELECT setval('document_id_seq', %s)", (written,))
+        conn.commit()
+        started = time.perf_counter()
+        conn.execute("SET maintenance_work_mem = '1GB'")
+        conn.execute("CREATE INDEX chunk_embedding_hnsw ON chunk USING hnsw (embedding vector_cosine_ops) "
+                     "WITH (m = 16, ef_construction = 64)")
+        conn.execute("ANALYZE")
+        conn.commit()
+        print(f"scale: {written:,} chunks, HNSW built in {time.perf_counter() - started:.0f} s", flush=True)
+    return url, name
+
+
+def recall_and_latency(url: str, queries: list[list[float]], filters: dict, label: str) -> dict[str, object]:
+    """p95 of medrag_search and recall@10 of its vector leg vs exact search, for one filter."""
+    filter_sql = ""
+    params: tuple = ()
+    if "source" in filters:
+        filter_sql = "AND d.source = %s"
+        params = (filters["source"][0],)
+    if "key" in filters:
+        filter_sql += " AND d.key = ANY(%s)"
+        params += (filters["key"],)
+    vector_leg = ("SELECT c.id FROM chunk c JOIN document d ON d.id = c.document_id "
+                  f"WHERE c.embedding IS NOT NULL {filter_sql} ORDER BY c.embedding <=> %s::vector LIMIT 10")
+    recalls, search_ms = [], []
+    with psycopg.connect(libpq_url(url)) as conn:
+        conn.execute("SET hnsw.iterative_scan = 'relaxed_order'")
+        conn.execute("SET hnsw.ef_search = 100")
+        for vector in queries:
+            literal = vector_literal(vector)
+            approximate = {row[0] for row in conn.execute(vector_leg, (*params, literal))}
+            conn.execute("SET LOCAL enable_indexscan = off")
+            exact = {row[0] for row in conn.execute(vector_leg, (*params, literal))}
+            conn.rollback()
+            conn.execute("SET hnsw.iterative_scan = 'relaxed_order'")
+            conn.execute("SET hnsw.ef_search = 100")
+            recalls.append(len(approximate & exact) / max(1, len(exact)))
+            started = time.perf_counter()
+            conn.execute("SELECT * FROM medrag_search(%s::vector, %s, 10, %s::jsonb)",
+                         (literal, "oxygen wheelchair", json.dumps(filters))).fetchall()
+            search_ms.append((time.perf_counter() - started) * 1000)
+    return {"filter": label, "recall_at_10": round(statistics.fmean(recalls), 4), "search": pct(search_ms)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--questions", type=Path, default=REPO / "eval" / "retrieval_dev.jsonl")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--scale", type=int, default=300_000)
+    parser.add_argument("--scale-queries", type=int, default=100)
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "search.json")
+    args = parser.parse_args()
+
+    url = database_url()
+    questions = [q.question for q in load_questions(args.questions)]
+    report: dict[str, object] = {"benchmark": "search", "machine": platform.machine(), "cpus": os.cpu_count()}
+    report["real_corpus"] = real_corpus(url, questions, args.repeats)
+    real = report["real_corpus"]
+    print(f"real corpus ({real['chunks_embedded']:,} embedded chunks), warm, {real['sql']['n']} queries")
+    print(f"  query embedding  p50 {real['embed']['p50_ms']:>7} ms  p95 {real['embed']['p95_ms']:>7} ms")
+    print(f"  medrag_search    p50 {real['sql']['p50_ms']:>7} ms  p95 {real['sql']['p95_ms']:>7} ms  (goal p95 <= 30)")
+
+    if args.scale:
+        embedder = query_embedder()
+        sample = random.Random(7).sample(questions, min(args.scale_queries, len(questions)))
+        queries = [embedder.embed(question) for question in sample]
+        scaled_url, name = build_scaled(url, args.scale, seed=7)
+        try:
+            with psycopg.connect(libpq_url(scaled_url)) as conn:
+                key = conn.execute("SELECT key FROM document WHERE source = 'ncd' LIMIT 1").fetchone()[0]
+            rows = [
+                recall_and_latency(scaled_url, queries, {}, "none"),
+                recall_and_latency(scaled_url, queries, {"source": ["ncd"]}, "source=ncd"),
+                recall_and_latency(scaled_url, queries, {"source": ["ncd"], "key": [key]}, f"key={key}"),
+            ]
+        finally:
+            get_engine(url=scaled_url).dispose()
+            with psycopg.connect(libpq_url(url), autocommit=True) as admin:
+                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        report["scale"] = {"chunks": args.scale, "queries": len(queries), "results": rows}
+        print(f"\nat scale ({args.scale:,} chunks), {len(queries)} queries")
+        print(f"  {'filter':18} {'recall@10':>10} {'p50 ms':>8} {'p95 ms':>8}   (goals: recall >= 0.95, p95 <= 50)")
+        for row in rows:
+            print(f"  {row['filter']:18} {row['recall_at_10']:>10} {row['search']['p50_ms']:>8} "
+                  f"{row['search']['p95_ms']:>8}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"\nwritten {args.out}")
+
+
+if __name__ == "__main__":
+    main()
