@@ -19,16 +19,12 @@ import resource
 import shutil
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
-import psycopg
-from sqlalchemy.engine import make_url
+from scratch import scratch_database  # benchmarks/ is the script's folder, first on sys.path
 
-from medrag import migrate
 from medrag.config import load_settings, source_urls_for
-from medrag.db import get_engine, libpq_url, sqlalchemy_url
-from medrag.embedded_pg import EmbeddedPostgres
+from medrag.db import get_engine
 from medrag.embedding import EMBED_TEXT_SQL, DocumentEmbedder, embed_pending
 from medrag.mirror import build_mirror
 from medrag.refresh import ordered_sources, refresh_source
@@ -55,64 +51,37 @@ def refresh_all(settings, engine, sources: list[str], embedder: DocumentEmbedder
     return {"stages": stages, "rows": rows, "per_source": per_source, "embed": dataclasses.asdict(stats)}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cms-dir", type=Path, default=REPO.parent / "shared" / "cms")
-    parser.add_argument("--sources", default="mcd,hcpcs,icd10cm,iom")
-    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "ingest.json")
-    args = parser.parse_args()
-    sources = ordered_sources(args.sources.split(","))
+def measure(url: str, scratch: Path, cms_dir: Path, sources: list[str]) -> dict[str, object]:
+    """First and second refresh from a mirror of cms_dir, and the bare model on the same texts: the report."""
+    build_mirror(cms_dir, scratch / "mirror")
+    settings = dataclasses.replace(load_settings(), database_url=url, home=scratch / "home",
+                                   source_urls=source_urls_for(f"mirror:{scratch / 'mirror'}"))
+    engine = get_engine(url=url)
+    embedder = DocumentEmbedder(settings.embedding_model)
+    embedder.load()
 
-    scratch = Path(tempfile.mkdtemp(prefix="medrag-ingest-bench-", dir="/tmp"))
-    scratch.chmod(0o755)
-    server = None
-    if os.environ.get("DATABASE_URL"):
-        base_url = sqlalchemy_url(os.environ["DATABASE_URL"])
-    else:
-        server = EmbeddedPostgres(scratch / "pgdata")
-        base_url = server.start().url()
-    name = f"medrag_ingest_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(libpq_url(base_url), autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    url = make_url(base_url).set(database=name).render_as_string(hide_password=False)
-    try:
-        migrate.upgrade(url)
-        build_mirror(args.cms_dir, scratch / "mirror")
-        settings = dataclasses.replace(load_settings(), database_url=url, home=scratch / "home",
-                                       source_urls=source_urls_for(f"mirror:{scratch / 'mirror'}"))
-        engine = get_engine(url=url)
-        embedder = DocumentEmbedder(settings.embedding_model)
-        embedder.load()
+    started = time.perf_counter()
+    first = refresh_all(settings, engine, sources, embedder)
+    first_seconds = time.perf_counter() - started
 
-        started = time.perf_counter()
-        first = refresh_all(settings, engine, sources, embedder)
-        first_seconds = time.perf_counter() - started
+    # The bare model on exactly the texts the stage embedded (one per distinct content hash), same process.
+    with engine.connect() as conn:
+        texts = conn.exec_driver_sql(
+            f"SELECT DISTINCT ON (content_hash) {EMBED_TEXT_SQL} FROM chunk ORDER BY content_hash").scalars().all()
+    started = time.perf_counter()
+    embedder.model.encode(list(texts), batch_size=embedder.batch_size, normalize_embeddings=True,
+                          convert_to_numpy=True)
+    bare_seconds = time.perf_counter() - started
 
-        # The bare model on exactly the texts the stage embedded (one per distinct content hash), same process.
-        with engine.connect() as conn:
-            texts = conn.exec_driver_sql(
-                f"SELECT DISTINCT ON (content_hash) {EMBED_TEXT_SQL} FROM chunk ORDER BY content_hash").scalars().all()
-        started = time.perf_counter()
-        embedder.model.encode(list(texts), batch_size=embedder.batch_size, normalize_embeddings=True,
-                              convert_to_numpy=True)
-        bare_seconds = time.perf_counter() - started
-
-        started = time.perf_counter()
-        second = refresh_all(settings, engine, sources, embedder)
-        second_seconds = time.perf_counter() - started
-        engine.dispose()
-    finally:
-        with psycopg.connect(libpq_url(base_url), autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        if server:
-            server.stop()
-        shutil.rmtree(scratch, ignore_errors=True)
+    started = time.perf_counter()
+    second = refresh_all(settings, engine, sources, embedder)
+    second_seconds = time.perf_counter() - started
 
     stage_rate = first["embed"]["embedded"] / first["stages"]["embed"] if first["stages"]["embed"] else 0.0
     bare_rate = len(texts) / bare_seconds if bare_seconds else 0.0
     peak_mb = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                   resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
-    report = {
+    return {
         "benchmark": "ingest", "machine": platform.machine(), "cpus": os.cpu_count(), "device": embedder.device,
         "sources": sources, "first_refresh_seconds": round(first_seconds, 1),
         "stages_seconds": {k: round(v, 1) for k, v in first["stages"].items()},
@@ -126,6 +95,22 @@ def main() -> None:
         "second_over_first": round(second_seconds / first_seconds, 4),
         "peak_rss_mb": round(peak_mb),
     }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cms-dir", type=Path, default=REPO.parent / "shared" / "cms")
+    parser.add_argument("--sources", default="mcd,hcpcs,icd10cm,iom")
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "ingest.json")
+    args = parser.parse_args()
+    sources = ordered_sources(args.sources.split(","))
+
+    scratch = Path(tempfile.mkdtemp(prefix="medrag-ingest-bench-", dir="/tmp"))
+    try:
+        with scratch_database("medrag_bench_ingest") as url:
+            report = measure(url, scratch, args.cms_dir, sources)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     print(f"{'stage':12} {'seconds':>9}")
     for stage, seconds in report["stages_seconds"].items():
         print(f"{stage:12} {seconds:>9}")

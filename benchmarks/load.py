@@ -10,20 +10,13 @@ import argparse
 import json
 import os
 import platform
-import shutil
-import tempfile
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-import psycopg
+from scratch import scratch_database  # benchmarks/ is the script's folder, first on sys.path
 from sqlalchemy import MetaData, Table, create_engine
-from sqlalchemy.engine import make_url
 
-from medrag import migrate
-from medrag.db import libpq_url, sqlalchemy_url
-from medrag.embedded_pg import EmbeddedPostgres
 from medrag.loading import copy_rows
 from medrag.sources import hcpcs, icd10cm, mcd
 
@@ -75,21 +68,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
-    server = None
-    home = None
-    if os.environ.get("DATABASE_URL"):
-        base_url = sqlalchemy_url(os.environ["DATABASE_URL"])
-    else:
-        home = Path(tempfile.mkdtemp(prefix="medrag-bench-", dir="/tmp"))
-        home.chmod(0o755)
-        server = EmbeddedPostgres(home / "pgdata")
-        base_url = server.start().url()
-    name = f"medrag_bench_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(libpq_url(base_url), autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    url = make_url(base_url).set(database=name).render_as_string(hide_password=False)
-    try:
-        migrate.upgrade(url)
+    with scratch_database("medrag_bench_load") as url:
         engine = create_engine(url)
         with engine.begin() as conn:
             release_id = conn.exec_driver_sql(
@@ -117,12 +96,6 @@ def main() -> None:
                 "copy_speedup": round(insert_seconds / copy_seconds, 2),
             })
         engine.dispose()
-    finally:
-        with psycopg.connect(libpq_url(base_url), autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        if server:
-            server.stop()
-            shutil.rmtree(home, ignore_errors=True)
 
     header = f"{'table':24} {'rows':>8} {'parse r/s':>11} {'COPY r/s':>10} {'executemany r/s':>16} {'COPY x':>7}"
     print(header)

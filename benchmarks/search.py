@@ -18,15 +18,12 @@ import platform
 import random
 import statistics
 import time
-import uuid
 from pathlib import Path
 
 import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
-from sqlalchemy.engine import make_url
 
-from medrag import migrate
 from medrag.cli.retrieval import query_embedder
 from medrag.db import database_url, get_engine, libpq_url
 from medrag.evaluation import load_questions, percentile
@@ -57,19 +54,14 @@ def real_corpus(url: str, questions: list[str], repeats: int) -> dict[str, objec
     return {"chunks_embedded": chunks, "embed": pct(embed_ms), "sql": pct(sql_ms)}
 
 
-def build_scaled(source_url: str, scale: int, seed: int) -> tuple[str, str]:
-    """A scratch database with `scale` chunks copied (with noise) from the real ones; returns (url, name)."""
+def fill_scaled(source_url: str, url: str, scale: int, seed: int) -> None:
+    """Fill the scratch database at `url` with `scale` chunks copied (with noise) from the real ones."""
     rng = np.random.default_rng(seed)
     with psycopg.connect(libpq_url(source_url)) as conn:
         register_vector(conn)
         real = conn.execute(
             "SELECT d.source, d.key, c.heading, c.text, c.embedding FROM chunk c "
             "JOIN document d ON d.id = c.document_id WHERE c.embedding IS NOT NULL AND d.is_current").fetchall()
-    name = f"medrag_scale_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(libpq_url(source_url), autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    url = make_url(source_url).set(database=name).render_as_string(hide_password=False)
-    migrate.upgrade(url)
     copies = -(-scale // len(real))
     with psycopg.connect(libpq_url(url)) as conn:
         register_vector(conn)
@@ -103,7 +95,6 @@ def build_scaled(source_url: str, scale: int, seed: int) -> tuple[str, str]:
         conn.execute("ANALYZE")
         conn.commit()
         print(f"scale: {written:,} chunks, HNSW built in {time.perf_counter() - started:.0f} s", flush=True)
-    return url, name
 
 
 def recall_and_latency(url: str, queries: list[list[float]], filters: dict, label: str) -> dict[str, object]:
@@ -160,8 +151,8 @@ def main() -> None:
         embedder = query_embedder()
         sample = random.Random(7).sample(questions, min(args.scale_queries, len(questions)))
         queries = [embedder.embed(question) for question in sample]
-        scaled_url, name = build_scaled(url, args.scale, seed=7)
-        try:
+        with scratch_database("medrag_bench_scale", server_url=url) as scaled_url:
+            fill_scaled(url, scaled_url, args.scale, seed=7)
             with psycopg.connect(libpq_url(scaled_url)) as conn:
                 key = conn.execute("SELECT key FROM document WHERE source = 'ncd' LIMIT 1").fetchone()[0]
             rows = [
@@ -169,10 +160,6 @@ def main() -> None:
                 recall_and_latency(scaled_url, queries, {"source": ["ncd"]}, "source=ncd"),
                 recall_and_latency(scaled_url, queries, {"source": ["ncd"], "key": [key]}, f"key={key}"),
             ]
-        finally:
-            get_engine(url=scaled_url).dispose()
-            with psycopg.connect(libpq_url(url), autocommit=True) as admin:
-                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         report["scale"] = {"chunks": args.scale, "queries": len(queries), "results": rows}
         print(f"\nat scale ({args.scale:,} chunks), {len(queries)} queries")
         print(f"  {'filter':18} {'recall@10':>10} {'p50 ms':>8} {'p95 ms':>8}   (goals: recall >= 0.95, p95 <= 50)")

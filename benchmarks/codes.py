@@ -1,0 +1,114 @@
+"""`medrag codes` latency, warm: p50 / p95 per call over the dev-set terms, lexical only and with vectors.
+
+Run from the repository root against a loaded database (DATABASE_URL, or the embedded one of MEDRAG_HOME):
+`.venv/bin/python benchmarks/codes.py [--terms eval/codes_dev.jsonl] [--repeat 3]`. Prints a table and writes
+benchmarks/results/codes.json. The vector mode runs only when the current code documents have embeddings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+RESULTS = REPO_ROOT / "benchmarks" / "results" / "codes.json"
+DEV_SET = REPO_ROOT / "eval" / "codes_dev.jsonl"
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    """p50, p95 and max of values in milliseconds, rounded for the report."""
+    return {"p50": round(float(np.percentile(values, 50)), 1), "p95": round(float(np.percentile(values, 95)), 1),
+            "max": round(max(values), 1)}
+
+
+def run_mode(finder: Any, terms: list[Any], repeat: int) -> dict[str, Any]:
+    """Warm up with one pass, then time `repeat` passes: per-call latency, rounds, accuracy of the last pass."""
+    for item in terms:
+        finder.find(item.term)
+    totals, rounds, stages = [], [], {}
+    hits1 = hits5 = 0
+    for number in range(repeat):
+        for item in terms:
+            started = time.perf_counter()
+            search = finder.find(item.term)
+            totals.append((time.perf_counter() - started) * 1000)
+            rounds.append(sum(1 for name in search.timings_ms if name.startswith("round_")))
+            for name, ms in search.timings_ms.items():
+                stages.setdefault(name, []).append(ms)
+            if number == repeat - 1:
+                codes = [result.code for result in search.results]
+                hits1 += bool(codes) and codes[0] in item.expected
+                hits5 += any(code in item.expected for code in codes[:5])
+    return {
+        "calls": len(totals), "latency_ms": percentiles(totals),
+        "stages_ms": {name: percentiles(values) for name, values in sorted(stages.items()) if name != "total"},
+        "mean_rounds": round(statistics.mean(rounds), 2),
+        "top1": round(hits1 / len(terms), 3), "top5": round(hits5 / len(terms), 3),
+    }
+
+
+def database_facts(engine: Any) -> dict[str, Any]:
+    """Release labels and how many current code documents have vectors."""
+    from sqlalchemy import text
+
+    with engine.connect() as conn:
+        releases = conn.execute(text(
+            "SELECT source, label FROM release WHERE is_current AND source IN ('icd10cm', 'hcpcs') ORDER BY source"
+        )).all()
+        embedded = conn.execute(text(
+            "SELECT d.source, count(*) FILTER (WHERE c.embedding IS NOT NULL), count(*) FROM chunk c "
+            "JOIN document d ON d.id = c.document_id WHERE d.is_current AND d.source IN ('icd10cm', 'hcpcs') "
+            "GROUP BY d.source ORDER BY d.source"
+        )).all()
+    return {"releases": {source: label for source, label in releases},
+            "code_chunks_embedded": {source: f"{done}/{total}" for source, done, total in embedded}}
+
+
+def main() -> None:
+    """Benchmark both modes and write the JSON report."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--terms", type=Path, default=DEV_SET)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+    from medrag.cli.retrieval import query_embedder
+    from medrag.codes import SYSTEMS, CodeFinder
+    from medrag.codes.evaluate import read_dev_set
+    from medrag.codes.plan import has_code_embeddings
+    from medrag.db import get_engine
+
+    engine = get_engine()
+    terms = read_dev_set(args.terms)
+    modes: dict[str, Any] = {}
+    with CodeFinder(engine) as finder:
+        modes["lexical"] = run_mode(finder, terms, args.repeat)
+    if any(has_code_embeddings(engine, system) for system in SYSTEMS):
+        with CodeFinder(engine, embedder=query_embedder()) as finder:
+            modes["vector"] = run_mode(finder, terms, args.repeat)
+    report = {
+        "terms": len(terms), "repeat": args.repeat, "database": database_facts(engine), "modes": modes,
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
+                    "load_average_1m": round(os.getloadavg()[0], 2)},
+    }
+    print(f"{'mode':<8} {'calls':>6} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'rounds':>7} {'top-1':>6} {'top-5':>6}")
+    for name, mode in modes.items():
+        latency = mode["latency_ms"]
+        print(f"{name:<8} {mode['calls']:>6} {latency['p50']:>8.1f} {latency['p95']:>8.1f} {latency['max']:>8.1f} "
+              f"{mode['mean_rounds']:>7.2f} {mode['top1']:>6.3f} {mode['top5']:>6.3f}")
+    print(f"database: {report['database']}; load average {report['machine']['load_average_1m']}")
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {RESULTS.relative_to(REPO_ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
