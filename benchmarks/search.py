@@ -23,12 +23,12 @@ from pathlib import Path
 import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
+from scratch import scratch_database  # benchmarks/ is the script's folder, first on sys.path
 
 from medrag.cli.retrieval import query_embedder
 from medrag.db import database_url, get_engine, libpq_url
 from medrag.evaluation import load_questions, percentile
 from medrag.search import search, vector_literal
-from scratch import scratch_database  # benchmarks/ is the script's folder, first on sys.path
 
 REPO = Path(__file__).resolve().parents[1]
 
