@@ -30,7 +30,10 @@ AS $$
                WHEN 'all' THEN true
                ELSE release_label = filters ->> 'release' END
        AND CASE WHEN filters ? 'as_of'
-               THEN (d.effective_date IS NULL OR d.effective_date <= (filters ->> 'as_of')::date)
+               -- A retired NCD's last version carries the retirement notice's date as its effective date (after
+               -- its termination date): that date does not bound when the determination was in force.
+               THEN (d.effective_date IS NULL OR d.effective_date <= (filters ->> 'as_of')::date
+                     OR d.termination_date <= d.effective_date)
                     AND (d.termination_date IS NULL OR d.termination_date > (filters ->> 'as_of')::date)
                -- without a date, only the newest version of a determination
                ELSE coalesce(d.metadata ->> 'is_current_version', 'true') = 'true' END
