@@ -1,0 +1,248 @@
+"""The quarterly refresh as Prefect flows: thin orchestration over the plain stage functions of medrag.refresh.
+
+quarterly_refresh runs one subflow per source (discover -> download -> extract/load -> chunk/enrich -> embed/index)
+in medrag.refresh.REFRESH_ORDER; a failing source does not stop the others, and the run ends FAILED naming it.
+Every task calls one plain function, so each stays testable without Prefect through `task.fn`.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect.client.schemas.objects import TaskRun
+from prefect.context import TaskRunContext
+from prefect.schedules import Cron, Schedule
+from prefect.states import State
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from flows import DEPLOYMENT_NAME, ENTRYPOINT, FLOW_NAME, QUARTERLY_CRON, refresh_timezone
+from medrag.config import Settings, load_settings
+from medrag.db import get_engine
+from medrag.documents import DocumentStats
+from medrag.embedding import DocumentEmbedder, EmbedStats, embed_pending
+from medrag.errors import MedragError
+from medrag.fetch import DownloadError
+from medrag.pipeline import FetchedRelease
+from medrag.refresh import documents_stage, fetch_stage, load_stage, ordered_sources, timed
+from medrag.releases import LoadOutcome
+
+PROJECT_DIR = Path(__file__).resolve().parents[1]
+# Two refreshes at once would load the same releases side by side and embed the same chunks twice.
+REFRESH_CONCURRENCY = 1
+DEPLOYMENT_TAGS = ["medrag"]
+# Client errors that another attempt a minute later cannot fix (408 and 429 are about timing, so they can).
+_PERMANENT_HTTP_STATUSES = frozenset(range(400, 500)) - {408, 429}
+
+
+class RefreshFailed(MedragError):
+    """One or more sources failed; the others ran. Carries the summary of what did run."""
+
+    def __init__(self, failures: dict[str, str], summary: dict[str, Any] | None = None) -> None:
+        named = "; ".join(f"{source}: {reason}" for source, reason in failures.items())
+        super().__init__(f"refresh failed for {named}")
+        self.failures = failures
+        self.summary = summary or {}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Prefect may pickle a failed run's exception into result storage; keep both attributes across that.
+        return (RefreshFailed, (self.failures, self.summary))
+
+
+# -- retry and cache policies --------------------------------------------------------------------------------------
+
+
+def worth_retrying(_task: object, _task_run: TaskRun, state: State) -> bool:
+    """Retry a fetch only when a later attempt could succeed: exhausted transient failures, not 404s or bad files."""
+    error = state.result(raise_on_failure=False)
+    if isinstance(error, DownloadError):
+        return error.status not in _PERMANENT_HTTP_STATUSES
+    # Other MedragErrors (nothing on the page, a corrupt archive) are about the content, which will not change.
+    return not isinstance(error, MedragError)
+
+
+def database_identity(settings: Settings) -> str:
+    """host:port/dbname#oid of the settings' database; the oid changes when a database of that name is re-created."""
+    engine = get_engine(settings)
+    url = make_url(engine.url)
+    with engine.connect() as conn:
+        oid = conn.execute(text("SELECT oid FROM pg_database WHERE datname = current_database()")).scalar()
+    return f"{url.host}:{url.port}/{url.database}#{oid}"
+
+
+def load_cache_key(_context: TaskRunContext | None, parameters: dict[str, Any]) -> str:
+    """Cache key of a load: database identity + source + sorted (url, sha256) of the release's files."""
+    fetched: FetchedRelease = parameters["fetched"]
+    identity = {
+        "database": database_identity(parameters["settings"]),
+        "source": fetched.source,
+        "files": sorted([record.url, record.sha256] for record in fetched.records),
+    }
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+    return f"medrag-load-{fetched.source}-{digest}"
+
+
+# -- tasks: one plain stage function each ------------------------------------------------------------------------
+
+
+@task(name="fetch", task_run_name="fetch {source}", retries=2, retry_delay_seconds=[10, 60],
+      retry_condition_fn=worth_retrying, cache_policy=NO_CACHE)
+def fetch_task(settings: Settings, source: str, release: str | None, force: bool) -> list[FetchedRelease]:
+    """Discover + download one source's releases (conditional requests unless forced)."""
+    return fetch_stage(settings, source, release, force)
+
+
+@task(name="load", task_run_name="load {fetched.source} {fetched.label}", cache_key_fn=load_cache_key)
+def load_task(settings: Settings, fetched: FetchedRelease, force: bool) -> LoadOutcome:
+    """Extract + load one fetched release in one transaction (cached: same files into the same database)."""
+    return load_stage(get_engine(settings), settings, fetched, force)
+
+
+@task(name="documents", task_run_name="documents {source}", cache_policy=NO_CACHE)
+def documents_task(settings: Settings, source: str, force: bool) -> DocumentStats | None:
+    """Chunk + enrich the source's current release into documents (skipped when it has them already)."""
+    return documents_stage(get_engine(settings), source, force)
+
+
+@functools.lru_cache(maxsize=2)
+def shared_embedder(model_path: str) -> DocumentEmbedder:
+    """One embedder per model per process: the model loads once, and only when something needs embedding."""
+    return DocumentEmbedder(model_path)
+
+
+@task(name="embed", task_run_name="embed after {source}", cache_policy=NO_CACHE)
+def embed_task(settings: Settings, source: str) -> EmbedStats:
+    """Give every chunk without a vector one (reused by content hash, else encoded), then ANALYZE chunk.
+
+    Embedding is not per source (every pending chunk gets its vector); `source` names the task run.
+    """
+    return embed_pending(get_engine(settings), shared_embedder(settings.embedding_model))
+
+
+# -- flows ---------------------------------------------------------------------------------------------------------
+
+
+def _stage_line(message: str) -> None:
+    """A progress line for the run's log; `medrag refresh` prints exactly these (see medrag.cli.flows)."""
+    get_run_logger().info(message, extra={"medrag_stage": True})
+
+
+def _load_summary(outcome: LoadOutcome, cached: bool) -> dict[str, Any]:
+    if cached:
+        # The task did not run: the same files were loaded into this database before.
+        return {"label": outcome.label, "status": "unchanged", "rows": {}, "missing": [], "cached": True}
+    return {"label": outcome.label, "status": outcome.status, "rows": dict(outcome.rows),
+            "missing": list(outcome.missing), "cached": False}
+
+
+@flow(name="refresh-source", flow_run_name="refresh-{source}")
+def refresh_source_flow(source: str, release: str | None = None, force: bool = False) -> dict[str, Any]:
+    """discover -> download -> extract/load -> chunk/enrich -> embed/index for one source; a JSON-able summary."""
+    settings = load_settings()
+    seconds: dict[str, float] = {}
+    _stage_line(f"{source}: discover + download")
+    fetched = timed(seconds, "download", lambda: fetch_task(settings, source, release, force))
+    loads = []
+    load = load_task.with_options(refresh_cache=force)
+    for item in fetched:
+        _stage_line(f"{source} {item.label}: extract + load")
+        state = timed(seconds, "load", lambda item=item: load(settings, item, force, return_state=True))
+        loads.append(_load_summary(state.result(), cached=state.name == "Cached"))
+    _stage_line(f"{source}: chunk + enrich")
+    documents = timed(seconds, "documents", lambda: documents_task(settings, source, force))
+    _stage_line(f"{source}: embed + index")
+    embedded = timed(seconds, "embed", lambda: embed_task(settings, source))
+    return {
+        "releases": [{"label": item.label, "files": len(item.records), "downloaded_bytes": item.downloaded_bytes}
+                     for item in fetched],
+        "loads": loads,
+        "documents": None if documents is None else {
+            "label": documents.label, "documents": dict(documents.documents), "chunks": documents.chunks,
+            "skipped": documents.skipped,
+        },
+        "embedding": {"embedded": embedded.embedded, "reused": embedded.reused,
+                      "chunks_per_second": round(embedded.chunks_per_second, 1)},
+        "seconds": {stage: round(value, 3) for stage, value in seconds.items()},
+    }
+
+
+def _failure_reason(state: State) -> str:
+    error = state.result(raise_on_failure=False)
+    reason = str(error) if isinstance(error, BaseException) else (state.message or state.name or "failed")
+    return reason.strip().splitlines()[0] if reason.strip() else type(error).__name__
+
+
+@flow(name=FLOW_NAME)
+def quarterly_refresh(release: str | None = None, sources: list[str] | None = None, force: bool = False) -> dict:
+    """Refresh the sources in order; FAILED naming the failed sources (after the others ran), else a summary."""
+    started = time.perf_counter()
+    summary: dict[str, Any] = {"release": release, "force": force, "sources": {}, "failed": {}}
+    for source in ordered_sources(sources):
+        state = refresh_source_flow(source, release, force, return_state=True)
+        if state.is_completed():
+            summary["sources"][source] = state.result()
+        else:
+            summary["failed"][source] = _failure_reason(state)
+    summary["seconds"] = round(time.perf_counter() - started, 3)
+    if summary["failed"]:
+        raise RefreshFailed(summary["failed"], summary)
+    return summary
+
+
+# -- the quarterly deployment ------------------------------------------------------------------------------------
+
+
+def quarterly_schedule(cron: str = QUARTERLY_CRON, timezone: str | None = None) -> Schedule:
+    """The refresh schedule: the quarterly cron read in MEDRAG_REFRESH_TIMEZONE (America/New_York by default)."""
+    return Cron(cron, timezone=timezone or refresh_timezone())
+
+
+def serve_quarterly(cron: str = QUARTERLY_CRON, timezone: str | None = None) -> None:
+    """Create the 'quarterly' deployment on PREFECT_API_URL's server and run its scheduled runs in this process."""
+    quarterly_refresh.serve(name=DEPLOYMENT_NAME, schedules=[quarterly_schedule(cron, timezone)],
+                            global_limit=REFRESH_CONCURRENCY, tags=DEPLOYMENT_TAGS)
+
+
+def ensure_process_work_pool(name: str) -> None:
+    """Create the work pool (type process, Prefect's default job template) unless it exists."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+    from prefect.workers.process import ProcessWorker
+
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_work_pool(name)
+        except ObjectNotFound:
+            try:
+                client.create_work_pool(WorkPoolCreate(
+                    name=name, type=ProcessWorker.type,
+                    base_job_template=ProcessWorker.get_default_base_job_template(),
+                ))
+            except ObjectAlreadyExists:  # another worker created it meanwhile
+                pass
+
+
+def deploy_quarterly(work_pool: str, cron: str = QUARTERLY_CRON, timezone: str | None = None,
+                     project_dir: Path = PROJECT_DIR) -> UUID:
+    """Register the 'quarterly' deployment for a process work pool (no serving): workers run it from project_dir."""
+    from prefect.runner.storage import LocalStorage
+
+    ensure_process_work_pool(work_pool)
+    deployment = quarterly_refresh.to_deployment(
+        name=DEPLOYMENT_NAME, schedules=[quarterly_schedule(cron, timezone)], work_pool_name=work_pool,
+        parameters={"release": None, "sources": None, "force": False}, concurrency_limit=REFRESH_CONCURRENCY,
+        tags=DEPLOYMENT_TAGS,
+    )
+    # As deploy/prefect.yaml does: the worker changes into the project folder and imports the entrypoint there.
+    deployment.entrypoint = ENTRYPOINT
+    deployment.storage = LocalStorage(str(project_dir))
+    return deployment.apply()
