@@ -91,8 +91,9 @@ def test_as_of_excludes_terminated_determinations(indexed_engine) -> None:
         terminated = conn.execute(text(
             "SELECT key, termination_date FROM document WHERE source = 'ncd' AND is_current "
             "AND termination_date IS NOT NULL ORDER BY key LIMIT 1")).one()
-    before = search(indexed_engine, f"NCD {terminated.key}", k=3,
-                    filters=SearchFilters(as_of=terminated.termination_date.replace(day=1, month=1)))
+    # Retired NCDs' last version is dated after its termination (the retirement notice): see sql/search.sql.
+    a_year_before = terminated.termination_date.replace(year=terminated.termination_date.year - 1)
+    before = search(indexed_engine, f"NCD {terminated.key}", k=3, filters=SearchFilters(as_of=a_year_before))
     after = search(indexed_engine, f"NCD {terminated.key}", k=3,
                    filters=SearchFilters(as_of=terminated.termination_date))
     assert ("ncd", terminated.key) in keys(before)
