@@ -1,0 +1,105 @@
+"""`medrag codes TERM` and `medrag eval codes`: clinical terms to ICD-10-CM / HCPCS codes, and its evaluation."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from medrag.cli.retrieval import query_embedder
+from medrag.codes.clinical_tables import DEFAULT_BASE_URL
+from medrag.codes.finder import DEFAULT_TOP, MAX_TOP, CodeFinder, validate_term
+from medrag.codes.results import CodeSearch
+from medrag.db import get_engine
+
+GOALS_MISSED = 1
+# The dev-set goals of issue 7 (accuracy decides the exit status; latency depends on the machine).
+GOAL_TOP1, GOAL_TOP5, GOAL_P95_MS = 0.85, 0.95, 150.0
+
+
+@click.command("codes")
+@click.argument("term")
+@click.option("--system", "systems", multiple=True, metavar="ICD-10-CM|HCPCS",
+              help="Search only this code system (repeatable); default: the systems the term is about.")
+@click.option("--release", default=None, help="Release label (FY2021, 2019 ...); default: the current ones.")
+@click.option("--top", default=DEFAULT_TOP, show_default=True, type=click.IntRange(1, MAX_TOP),
+              help="Codes per system.")
+@click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object.")
+@click.option("--external", is_flag=True,
+              help="Also ask the NLM Clinical Tables API for LOINC, RxTerms, UCUM and HPO codes (network).")
+@click.option("--external-url", default=DEFAULT_BASE_URL, show_default=True, help="Clinical Tables API base URL.")
+def codes_command(term: str, systems: tuple[str, ...], release: str | None, top: int, as_json: bool,
+                  external: bool, external_url: str) -> None:
+    """ICD-10-CM and HCPCS codes for a clinical term (or a code), with confidence, related LCDs and a trace."""
+    validate_term(term)
+    with CodeFinder(get_engine(), embedder_factory=query_embedder) as finder:
+        search = finder.find(term, systems=systems, release=release, top=top,
+                             external_url=external_url if external else None)
+    if as_json:
+        click.echo(json.dumps(search.as_json()))
+        return
+    click.echo(render(search))
+
+
+def render(search: CodeSearch) -> str:
+    """The human-readable answer: summary, one block per code, then the reasoning trace."""
+    lines = [search.summary, ""]
+    for result in search.results:
+        billable = "" if result.billable is None else ("  billable" if result.billable else "  not billable")
+        lines.append(f"{result.system:<9} {result.code:<8} {result.confidence:.2f} {result.tier:<8} "
+                     f"{result.display}{billable}")
+        for item in result.related:
+            who = f" ({'; '.join(item.contractors)})" if item.contractors else ""
+            relation = "parent" if item.source == "icd10cm" else item.source.upper()
+            # Without lcd.csv in the export an LCD's title is just "LCD L33718": not worth printing twice.
+            title = "" if item.title == f"LCD {item.key}" else f" {item.title}"
+            lines.append(f"{'':28}{relation} {item.key}{title}{who}")
+    if search.results:
+        lines.append("")
+    if search.external is not None:
+        lines.append("External (NLM Clinical Tables; not from the local code tables):")
+        lines += [f"  {code.system:<8} {code.code:<12} {code.display}" for code in search.external] or ["  nothing"]
+        lines.append("")
+    lines.append("Trace:")
+    lines += [f"  - {step}" for step in search.trace]
+    return "\n".join(lines)
+
+
+@click.group("eval")
+def eval_group() -> None:
+    """Evaluations on dev sets."""
+
+
+@eval_group.command("codes")
+@click.option("--terms", "terms_file", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="JSONL dev set: term, system, expected (codes a coder would accept).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+def eval_codes(terms_file: Path, as_json: bool) -> None:
+    """Code lookup on a dev set: top-1 / top-5 accuracy and warm p50 / p95 latency."""
+    from medrag.codes.evaluate import evaluate, read_dev_set
+
+    terms = read_dev_set(terms_file)
+    with CodeFinder(get_engine(), embedder_factory=query_embedder) as finder:
+        report = evaluate(finder, terms)
+    goals = {"top1": report.top1 >= GOAL_TOP1, "top5": report.top5 >= GOAL_TOP5,
+             "p95_ms": report.latency_ms["p95"] <= GOAL_P95_MS}
+    if as_json:
+        click.echo(json.dumps({**report.as_json(), "goals_met": goals}))
+    else:
+        click.echo(f"{report.terms} terms: top-1 {report.top1:.3f} (goal {GOAL_TOP1}), top-5 {report.top5:.3f} "
+                   f"(goal {GOAL_TOP5}); latency p50 {report.latency_ms['p50']:.0f} ms, "
+                   f"p95 {report.latency_ms['p95']:.0f} ms (goal {GOAL_P95_MS:.0f})")
+        for system, figures in report.by_system.items():
+            click.echo(f"  {system}: {figures['terms']} terms, top-1 {figures['top1']:.3f}, "
+                       f"top-5 {figures['top5']:.3f}")
+        for miss in report.misses:
+            where = f"rank {miss.rank}" if miss.rank else "not found"
+            click.echo(f"  miss ({where}): {miss.term!r} expected {', '.join(miss.expected[:4])}; "
+                       f"got {', '.join(miss.found) or 'nothing'}")
+    if not (goals["top1"] and goals["top5"]):
+        sys.exit(GOALS_MISSED)
+
+
+COMMANDS = [codes_command, eval_group]  # `medrag eval` is shared: _register merges its subcommands

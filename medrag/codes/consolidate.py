@@ -1,0 +1,370 @@
+"""Candidates from every lookup, deduplicated and scored: a deterministic confidence, tiers, top N per system.
+
+confidence = 0.60 lexical + 0.05 rank + 0.20 specificity + 0.15 semantic similarity, where
+
+- lexical: coverage x (0.4 + 0.6 precision) of the code's best wording (its description, an inclusion term, or
+  a term of a code above it). Coverage is the share of the term's concepts found in the wording (a word after
+  "without" does not count); precision the share of the wording's content the term explains (nonessential
+  modifiers in parentheses and filler such as "NOS" set aside; "Other ..." residual codes and, through an
+  inherited wording, what the code adds to that ancestor count as unexplained);
+  a HCPCS description that starts with the term's head noun gets a little more;
+- rank: the code's place after reciprocal-rank fusion of the lookups that found it;
+- specificity: a billable leaf (the "unspecified" / "without" / NOS default above its siblings), a HCPCS code
+  listed in an LCD; against headers, pregnancy and newborn codes for a term that mentions neither, "not
+  otherwise classified" codes, accessories and quality-reporting codes nobody asked for, unrequested modifiers;
+- semantic: cosine similarity of the term and the code's document embedding. Without embeddings the other
+  weights are scaled up to sum to one.
+
+A code needs evidence: at least half of the term in its wording, or (without that) a close embedding, and then it
+stays below the medium tier. A code written in the term and found in the tables is exact (confidence 1).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
+from importlib import resources
+
+from medrag.codes.classify import HCPCS, ICD10CM
+from medrag.codes.plan import CodeRow, LegHit
+from medrag.codes.terms import Concept, TermQuery
+
+HIGH, MEDIUM, POSSIBLE = "high", "medium", "possible"
+TIERS = ((0.8, HIGH), (0.5, MEDIUM), (0.3, POSSIBLE))
+MIN_CONFIDENCE = 0.3
+WEIGHTS = {"lexical": 0.60, "rank": 0.05, "specificity": 0.20, "semantic": 0.15}
+# Lookups' weights in reciprocal-rank fusion (RRF_K dampens the difference between neighbouring ranks).
+LEG_WEIGHTS = {"exact": 2.0, "words": 1.0, "fulltext": 1.0, "trigram": 0.7, "vector": 1.0, "children": 0.8}
+RRF_K = 20
+# Cosine similarities of all-MiniLM-L6-v2 between a term and a code document: below the floor says nothing,
+# from the top up it is as good as it gets; a code found only by its embedding needs STRONG_SIMILARITY. (Measured
+# on the dev terms: the expected codes' documents lie at 0.41-0.66, median 0.57; gibberish's nearest at <= 0.28.)
+SIMILARITY_FLOOR, SIMILARITY_TOP, STRONG_SIMILARITY = 0.30, 0.70, 0.60
+SEMANTIC_ONLY_CAP = 0.45
+MIN_COVERAGE = 0.5
+# Lexemes that say nothing about what a code is.
+NEUTRAL_LEXEMES = frozenset({"unspecifi", "nos", "per", "each", "without", "uncompl"})
+INHERITED_TERM_FACTOR = 0.95
+HEAD_NOUN_BONUS = 0.05
+_DEFAULT_CODE = re.compile(r"(,\s*unspecified\b|\bunspecified\s*$|^unspecified\b|without complications?\b|"
+                           r"\buncomplicated\b|\bnot specified\b|\bNOS\b)", re.IGNORECASE)
+# "without ..." is the default of its "with ..." siblings (K80.20 "... without obstruction").
+_WITHOUT = re.compile(r"\bwithout\b", re.IGNORECASE)
+_OTHER = re.compile(r"\bother\b", re.IGNORECASE)
+_NOT_OTHERWISE = re.compile(r"not otherwise (classified|specified)|\bunlisted\b|\bmiscellaneous\b", re.IGNORECASE)
+_ACCESSORY = re.compile(r"\b(accessory|accessories|attachment|replacement|component|for use with|used with|add-on|"
+                        r"each additional)\b", re.IGNORECASE)
+# Words that ask for what the penalties above set aside.
+_ASKS_FOR = {
+    "accessory": frozenset({"accessori", "attach", "replac", "compon", "part", "add-on", "addit"}),
+    "reporting": frozenset({"qualiti", "measur", "report", "document", "mip", "pqrs"}),
+    "maternity": frozenset({"pregnanc", "pregnant", "deliveri", "postpartum", "puerperium", "puerper", "labor",
+                            "gestat", "matern", "obstetr", "childbirth", "trimest", "antepartum"}),
+    "newborn": frozenset({"newborn", "neonat", "perinat", "fetus", "fetal", "infant", "birth"}),
+}
+
+
+@cache
+def _reporting_ranges() -> tuple[tuple[str, str], ...]:
+    """HCPCS ranges of quality-measure and functional-limitation reporting codes (data/hcpcs_categories.csv)."""
+    text = resources.files("medrag").joinpath("data", "hcpcs_categories.csv").read_text(encoding="utf-8")
+    return tuple((row["first_code"], row["last_code"]) for row in csv.DictReader(text.splitlines())
+                 if "reporting" in row["category"].lower())
+
+
+def is_reporting_code(code: str) -> bool:
+    """A HCPCS code that reports a quality measure or functional limitation rather than an item or service."""
+    return any(first <= code <= last for first, last in _reporting_ranges())
+
+
+@dataclass
+class Candidate:
+    """A code some lookup found, where each lookup placed it, and its scores once scored."""
+
+    row: CodeRow
+    hits: dict[str, LegHit] = field(default_factory=dict)
+    similarity: float | None = None  # cosine to the term; None without a vector
+    similarity_read: bool = False
+    exact: bool = False
+    lexical: float = 0.0
+    coverage: float = 0.0
+    best_term: str = ""
+    rank: float = 0.0
+    specificity: float = 0.0
+    semantic: float | None = None
+    confidence: float = 0.0
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """(system, code)."""
+        return self.row.system, self.row.code
+
+    @property
+    def is_header(self) -> bool:
+        """An ICD-10-CM code that is not billable because codes below it are."""
+        return self.row.system == ICD10CM and not self.row.billable and self.row.has_children
+
+    @property
+    def tier(self) -> str | None:
+        """high / medium / possible, or None below the possible tier."""
+        for floor, name in TIERS:
+            if self.confidence > floor or (name == POSSIBLE and self.confidence >= floor):
+                return name
+        return None
+
+    def explain(self) -> str:
+        """The features behind the confidence, for the trace."""
+        semantic = "n/a" if self.semantic is None else f"{self.semantic:.2f}"
+        legs = "+".join(sorted(self.hits))
+        return (f"{self.row.code} {self.confidence:.2f} (lexical {self.lexical:.2f}, rank {self.rank:.2f}, "
+                f"specificity {self.specificity:.2f}, semantic {semantic}; {legs})")
+
+
+class CandidatePool:
+    """Every code found so far, per system, merged across lookups and rounds.
+
+    Lookups report codes; a code becomes a candidate once its details are read (a code the release does not
+    have, or a terminated HCPCS code, never does).
+    """
+
+    def __init__(self) -> None:
+        self.candidates: dict[tuple[str, str], Candidate] = {}
+        self._pending: dict[tuple[str, str], dict[str, LegHit]] = {}
+        self._absent: set[tuple[str, str]] = set()
+
+    def add(self, system: str, code: str, hit: LegHit) -> None:
+        """Record that a lookup found a code (the best rank per lookup kind is kept)."""
+        key = (system, code)
+        if key in self._absent:
+            return
+        hits = self.candidates[key].hits if key in self.candidates else self._pending.setdefault(key, {})
+        previous = hits.get(hit.leg)
+        if previous is None or hit.rank < previous.rank:
+            hits[hit.leg] = hit
+        if hit.leg == "exact" and key in self.candidates:
+            self.candidates[key].exact = True
+
+    def without_details(self, system: str) -> list[str]:
+        """Codes of a system found but not yet read."""
+        return [code for (pending_system, code) in self._pending if pending_system == system]
+
+    def attach(self, system: str, rows: dict[str, CodeRow]) -> None:
+        """Make candidates of the pending codes that have details; forget the others."""
+        for code in self.without_details(system):
+            hits = self._pending.pop((system, code))
+            if code not in rows:
+                self._absent.add((system, code))
+                continue
+            self.candidates[(system, code)] = Candidate(rows[code], hits, exact="exact" in hits)
+
+    def of(self, system: str) -> list[Candidate]:
+        """The candidates of one system."""
+        return [candidate for candidate in self.candidates.values() if candidate.row.system == system]
+
+    def __len__(self) -> int:
+        return len(self.candidates)
+
+
+# ICD-10-CM filler and the lexemes it contributes: "without complications", "not elsewhere classified",
+# "Pneumonia, unspecified organism" say what is not known, not what the code is.
+_FILLER = (
+    (re.compile(r"without complications?", re.IGNORECASE), frozenset({"complic"})),
+    (re.compile(r"not elsewhere classified", re.IGNORECASE), frozenset({"elsewher", "classifi"})),
+    (re.compile(r"not otherwise specified", re.IGNORECASE), frozenset({"otherwis", "specifi"})),
+    (re.compile(r"site not specified", re.IGNORECASE), frozenset({"site", "specifi"})),
+    (re.compile(r"\bnot specified\b", re.IGNORECASE), frozenset({"specifi"})),
+)
+_UNSPECIFIED_WHAT = re.compile(r",\s*unspecified\s+(organism|site|type|part|severity|stage|region|side|cause|"
+                               r"laterality)\b", re.IGNORECASE)
+_UNSPECIFIED_LEXEME = {"organism": "organ", "severity": "sever", "cause": "caus", "laterality": "later"}
+
+
+@lru_cache(maxsize=65_536)
+def _filler(text: str) -> frozenset[str]:
+    found = set()
+    for pattern, lexemes in _FILLER:
+        if pattern.search(text):
+            found |= lexemes
+    for word in _UNSPECIFIED_WHAT.findall(text):
+        found.add(_UNSPECIFIED_LEXEME.get(word.lower(), word.lower()))
+    return frozenset(found)
+
+
+@lru_cache(maxsize=65_536)
+def _mentions_other(text: str) -> bool:
+    return _OTHER.search(text) is not None
+
+
+def _content(lexemes: frozenset[str], numbers_count: bool, text: str = "") -> frozenset[str]:
+    filler = _filler(text) if text else frozenset()
+    return frozenset(lexeme for lexeme in lexemes if lexeme not in NEUTRAL_LEXEMES and lexeme not in filler
+                     and (numbers_count or not lexeme.isdigit()))
+
+
+def _concept_coverage(concept: Concept, lexemes: frozenset[str]) -> float:
+    best = 0.0
+    for wording in concept.wordings:
+        if wording.lexemes:
+            best = max(best, wording.weight * len(wording.lexemes & lexemes) / len(wording.lexemes))
+    return best
+
+
+@dataclass(frozen=True)
+class LexicalMatch:
+    """How a code's best wording matches the term."""
+
+    score: float = 0.0
+    coverage: float = 0.0
+    term: str = ""
+    nos_default: bool = False  # the term is a "... NOS" wording of the code or a code above it
+    head_match: bool = False  # a HCPCS description names the term's head noun first
+
+
+def _reference(row: CodeRow, source: str) -> frozenset[str]:
+    """Lexemes of the descriptions of `source` (an ancestor of row) and the codes above it."""
+    return frozenset().union(*(lexemes for code, lexemes in row.ancestors if source.startswith(code)))
+
+
+def lexical_match(row: CodeRow, query: TermQuery) -> LexicalMatch:
+    """The best wording of a code for the term's concepts of the code's system (see the module docstring)."""
+    focus, context = query.focus(row.system), query.context(row.system)
+    if not focus or not row.terms:
+        return LexicalMatch()
+    explained_by_query = query.explained_lexemes()
+    numbers_count = any(lexeme.isdigit() for lexeme in query.all_lexemes())
+    asks_other = "other" in query.text.lower().split()
+    above = frozenset().union(*(lexemes for _, lexemes in row.ancestors))
+    # Words only negated in the description ("without heart failure") do not cover the term's words.
+    negated = frozenset() if "without" in query.all_lexemes() else row.negated - above
+    description_content = _content(row.terms[0].core, numbers_count, row.terms[0].text)
+    best = LexicalMatch()
+    nos_default = False
+    for index, term in enumerate(row.terms):
+        inherited = term.source != row.code
+        lexemes = term.lexemes - negated if index == 0 else term.lexemes
+        coverage = sum(_concept_coverage(concept, lexemes) for concept in focus) / len(focus)
+        content = _content(term.core, numbers_count, term.text)
+        explained = len(content & explained_by_query)
+        unexplained = len(content) - explained
+        if inherited:
+            unexplained += len(description_content - _reference(row, term.source) - explained_by_query)
+        if not asks_other and _mentions_other(row.display if index == 0 or inherited else term.text):
+            unexplained += 1
+        precision = explained / (explained + unexplained) if explained + unexplained else 1.0
+        score = coverage * (0.4 + 0.6 * precision) * (INHERITED_TERM_FACTOR if inherited else 1.0)
+        if "nos" in term.lexemes and content and content <= explained_by_query:
+            nos_default = True
+        if (score, coverage) > (best.score, best.coverage):
+            best = LexicalMatch(score, coverage, term.text)
+    score = best.score
+    # HCPCS descriptions name the item first ("External ambulatory infusion pump, insulin"): the term's last word,
+    # its head noun, there means the code is that item rather than something for it.
+    head_match = row.system == HCPCS and best.coverage > 0 and _concept_coverage(focus[-1], row.head) > 0
+    if head_match:
+        score = min(1.0, score + HEAD_NOUN_BONUS)
+    if context and best.coverage > 0:
+        matched = sum(1 for concept in context if _concept_coverage(concept, row.lexemes) > 0)
+        score = min(1.0, score + 0.05 * matched / len(context))
+    return LexicalMatch(score, best.coverage, best.term, nos_default, head_match)
+
+
+def _asks_for(query: TermQuery, what: str) -> bool:
+    return bool(query.all_lexemes() & _ASKS_FOR[what])
+
+
+def specificity(row: CodeRow, query: TermQuery, wants_modifiers: bool, match: LexicalMatch | None = None) -> float:
+    """How reportable and specific a code is for the term, 0-1 (see the module docstring)."""
+    if row.system == ICD10CM:
+        if not row.billable:
+            value = 0.3
+        elif _DEFAULT_CODE.search(row.display) or (match is not None and match.nos_default):
+            value = 1.0
+        else:
+            value = 0.9 if _WITHOUT.search(row.display) else 0.8
+        if (row.code.startswith("O") and not _asks_for(query, "maternity")) or \
+                (row.code.startswith("P") and not _asks_for(query, "newborn")):
+            value *= 0.6
+        return value
+    if row.kind == "modifier":
+        return 0.9 if wants_modifiers else 0.3
+    if is_reporting_code(row.code) and not _asks_for(query, "reporting"):
+        return 0.4
+    # "Tubing, used with suction pump": something for the item, unless the description starts with the item.
+    head_match = match is not None and match.head_match
+    if _ACCESSORY.search(row.display) and not head_match and not _asks_for(query, "accessory"):
+        return 0.55
+    if _NOT_OTHERWISE.search(row.display):
+        return 0.6
+    return 1.0 if row.listed_in_lcd else 0.85
+
+
+def is_default_code(row: CodeRow) -> bool:
+    """An 'unspecified' / 'without complications' / NOS code: what an unqualified term is coded to."""
+    return row.system == ICD10CM and bool(_DEFAULT_CODE.search(row.display))
+
+
+def _rank_scores(candidates: list[Candidate]) -> None:
+    fused = {candidate.key: sum(LEG_WEIGHTS[hit.leg] / (RRF_K + hit.rank) for hit in candidate.hits.values())
+             for candidate in candidates}
+    ordered = sorted(candidates, key=lambda candidate: (-fused[candidate.key], candidate.row.code))
+    for position, candidate in enumerate(ordered):
+        candidate.rank = 1.0 / (1.0 + position / 10.0)
+
+
+def _semantic(similarity: float | None) -> float | None:
+    if similarity is None:
+        return None
+    return max(0.0, min(1.0, (similarity - SIMILARITY_FLOOR) / (SIMILARITY_TOP - SIMILARITY_FLOOR)))
+
+
+def score_candidates(pool: CandidatePool, query: TermQuery, *, wants_modifiers: bool,
+                     semantic_systems: set[str]) -> None:
+    """Compute every candidate's features and confidence in place (candidates without evidence get 0)."""
+    for system in (ICD10CM, HCPCS):
+        candidates = pool.of(system)
+        _rank_scores(candidates)
+        for candidate in candidates:
+            match = lexical_match(candidate.row, query)
+            candidate.lexical, candidate.coverage, candidate.best_term = match.score, match.coverage, match.term
+            candidate.specificity = specificity(candidate.row, query, wants_modifiers, match)
+            # A code whose document has no vector yet (embedding still running) is scored as without vectors.
+            has_semantic = system in semantic_systems and candidate.similarity is not None
+            candidate.semantic = _semantic(candidate.similarity) if has_semantic else None
+            if candidate.exact:
+                candidate.confidence = 1.0
+                continue
+            total = (WEIGHTS["lexical"] * candidate.lexical + WEIGHTS["rank"] * candidate.rank
+                     + WEIGHTS["specificity"] * candidate.specificity)
+            if has_semantic:
+                total += WEIGHTS["semantic"] * (candidate.semantic or 0.0)
+            else:
+                total /= 1.0 - WEIGHTS["semantic"]
+            if candidate.coverage < MIN_COVERAGE:
+                # Less than half of the term in the code's wording ("xyzzy plugh" -> "Stoma plug") is a guess,
+                # unless the embedding says the code means the term.
+                strong = has_semantic and (candidate.similarity or 0.0) >= STRONG_SIMILARITY
+                total = min(total, SEMANTIC_ONLY_CAP) if strong else 0.0
+            candidate.confidence = round(min(1.0, total), 3)
+
+
+def _sort_key(candidate: Candidate) -> tuple:
+    return (-candidate.confidence, not is_default_code(candidate.row), candidate.row.code)
+
+
+def ranked(pool: CandidatePool, system: str) -> list[Candidate]:
+    """A system's candidates at or above the possible tier, best first, headers left out when a code under them
+    made the list (the billable code is what gets reported)."""
+    passing = sorted((candidate for candidate in pool.of(system) if candidate.confidence >= MIN_CONFIDENCE),
+                     key=_sort_key)
+    codes = [candidate.row.code for candidate in passing]
+    return [candidate for candidate in passing
+            if not (candidate.is_header and not candidate.exact
+                    and any(code != candidate.row.code and code.startswith(candidate.row.code) for code in codes))]
+
+
+def top_results(pool: CandidatePool, systems: list[str], top: int) -> list[Candidate]:
+    """The top N of each system, merged and sorted by confidence."""
+    chosen = [candidate for system in systems for candidate in ranked(pool, system)[:top]]
+    return sorted(chosen, key=_sort_key)

@@ -1,0 +1,129 @@
+"""Code-lookup evaluation: top-1 / top-5 accuracy and warm latency of the finder over a JSONL dev set.
+
+Each line is {"term": "...", "system": "ICD-10-CM" | "HCPCS", "expected": ["E11.9", ...]}: a term in plain words
+and the codes a coder would accept for it. A term is a top-k hit when one of its expected codes is among the
+first k results (all systems, sorted by confidence as `medrag codes` prints them).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from medrag.codes.classify import SYSTEMS
+from medrag.codes.finder import CodeFinder
+from medrag.errors import MedragError
+
+
+class DevSetError(MedragError):
+    """The terms file is missing or malformed."""
+
+
+@dataclass(frozen=True)
+class DevTerm:
+    """One evaluation item."""
+
+    term: str
+    system: str
+    expected: tuple[str, ...]
+
+
+@dataclass
+class TermOutcome:
+    """How the finder did on one term."""
+
+    term: str
+    system: str
+    expected: list[str]
+    found: list[str]
+    rank: int | None  # 1-based position of the first expected code, None when absent
+    milliseconds: float
+
+
+@dataclass
+class EvalReport:
+    """Accuracy and latency over a dev set, with every term's outcome."""
+
+    terms: int
+    top1: float
+    top5: float
+    latency_ms: dict[str, float]
+    by_system: dict[str, dict[str, float]] = field(default_factory=dict)
+    outcomes: list[TermOutcome] = field(default_factory=list)
+
+    @property
+    def misses(self) -> list[TermOutcome]:
+        """Terms whose first result was not an expected code."""
+        return [outcome for outcome in self.outcomes if outcome.rank != 1]
+
+    def as_json(self) -> dict[str, Any]:
+        """The `medrag eval codes --json` object."""
+        return {"terms": self.terms, "top1": self.top1, "top5": self.top5, "latency_ms": self.latency_ms,
+                "by_system": self.by_system, "misses": [asdict(outcome) for outcome in self.misses]}
+
+
+def read_dev_set(path: Path) -> list[DevTerm]:
+    """The terms of a JSONL dev set, checked line by line."""
+    if not path.is_file():
+        raise DevSetError(f"terms file {path} not found")
+    terms = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise DevSetError(f"{path} line {number}: not JSON ({error.msg})") from None
+        if not isinstance(item, dict):
+            raise DevSetError(f"{path} line {number}: expected an object")
+        term, system, expected = item.get("term"), item.get("system"), item.get("expected")
+        if not isinstance(term, str) or not term.strip():
+            raise DevSetError(f"{path} line {number}: 'term' must be a non-empty string")
+        if system not in SYSTEMS:
+            raise DevSetError(f"{path} line {number}: 'system' must be one of {', '.join(SYSTEMS)}")
+        if not isinstance(expected, list) or not expected or not all(isinstance(c, str) for c in expected):
+            raise DevSetError(f"{path} line {number}: 'expected' must be a non-empty list of codes")
+        terms.append(DevTerm(term, system, tuple(expected)))
+    if not terms:
+        raise DevSetError(f"{path} holds no terms")
+    return terms
+
+
+def _percentile(values: list[float], q: float) -> float:
+    return round(float(np.percentile(values, q)), 1) if values else 0.0
+
+
+def evaluate(finder: CodeFinder, terms: list[DevTerm], *, top: int = 5, warmup: int = 1) -> EvalReport:
+    """Run every term through the finder (after `warmup` untimed searches) and score the results."""
+    for item in terms[:warmup]:
+        finder.find(item.term, top=top)
+    outcomes = []
+    for item in terms:
+        started = time.perf_counter()
+        search = finder.find(item.term, top=top)
+        milliseconds = (time.perf_counter() - started) * 1000
+        found = [result.code for result in search.results]
+        rank = next((index + 1 for index, code in enumerate(found) if code in item.expected), None)
+        outcomes.append(TermOutcome(item.term, item.system, list(item.expected), found[:5], rank,
+                                    round(milliseconds, 1)))
+    latencies = [outcome.milliseconds for outcome in outcomes]
+    by_system = {}
+    for system in SYSTEMS:
+        subset = [outcome for outcome in outcomes if outcome.system == system]
+        if subset:
+            by_system[system] = {"terms": len(subset), **_accuracy(subset)}
+    return EvalReport(len(outcomes), **_accuracy(outcomes),
+                      latency_ms={"p50": _percentile(latencies, 50), "p95": _percentile(latencies, 95),
+                                  "max": round(max(latencies), 1)},
+                      by_system=by_system, outcomes=outcomes)
+
+
+def _accuracy(outcomes: list[TermOutcome]) -> dict[str, float]:
+    count = len(outcomes)
+    return {"top1": round(sum(1 for o in outcomes if o.rank == 1) / count, 3),
+            "top5": round(sum(1 for o in outcomes if o.rank is not None and o.rank <= 5) / count, 3)}

@@ -1,0 +1,443 @@
+"""The clinical code finder: classify a term, plan and run lookups concurrently, reflect, consolidate.
+
+    finder = CodeFinder(engine, embedder_factory=query_embedder)
+    search = finder.find("diabetes a1c test strips", top=5)
+
+Rounds (at most three): every lookup of a round runs at once on its own connection; after it the pool of
+candidates is scored and reflect() decides whether to broaden (synonyms, spelling, qualifiers, another
+system), narrow (billable codes under a header) or stop. Only codes read from the tables are returned.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import unicodedata
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Protocol
+
+from sqlalchemy import Engine
+
+from medrag.codes import plan
+from medrag.codes.classify import HCPCS, ICD10CM, SYSTEMS, Classification, classify, strip_codes, words_of
+from medrag.codes.clinical_tables import search_clinical_tables
+from medrag.codes.consolidate import Candidate, CandidatePool, score_candidates, top_results
+from medrag.codes.plan import CodeRelease, CodeRow, Lookup, LookupResult
+from medrag.codes.reflect import Decision, ReflectState, reflect
+from medrag.codes.results import CodeMatch, CodeSearch, Related, summarize
+from medrag.codes.synonyms import SynonymTable, load_clinical_synonyms
+from medrag.codes.terms import SPELLING, SYNONYM, TermQuery, Wording, build_term_query
+from medrag.errors import MedragError
+
+log = logging.getLogger(__name__)
+
+MAX_ROUNDS = 3
+DEFAULT_TOP = 5
+MAX_TOP = 50
+MAX_TERM_CHARS = 500
+# The trigram leg is for a misspelled word or two; longer terms are corrected word by word when they find nothing.
+TRIGRAM_MAX_WORDS = 2
+MAX_CACHED_ROWS = 50_000
+ALL_KINDS = {ICD10CM: ("diagnosis",), HCPCS: ("procedure", "modifier")}
+SYSTEM_ALIASES = {"icd-10-cm": ICD10CM, "icd10cm": ICD10CM, "icd10": ICD10CM, "icd": ICD10CM, "hcpcs": HCPCS}
+
+
+class CodeQueryError(MedragError):
+    """The term or an option of a code search is not usable."""
+
+
+class Embedder(Protocol):
+    """Anything that turns a text into a unit vector (medrag.query_embedding.QueryEmbedder)."""
+
+    def embed(self, text: str) -> list[float]:
+        """The text's embedding."""
+
+
+def validate_term(term: str | None) -> str:
+    """The term single-spaced, or CodeQueryError when it is empty, too long or holds control characters."""
+    cleaned = " ".join((term or "").split())
+    if not cleaned:
+        raise CodeQueryError("the term is empty; give a clinical term such as \"type 2 diabetes\" or a code "
+                             "such as E0601")
+    if len(cleaned) > MAX_TERM_CHARS:
+        raise CodeQueryError(f"the term is {len(cleaned):,} characters; the limit is {MAX_TERM_CHARS}")
+    if any(unicodedata.category(ch) == "Cc" for ch in cleaned):
+        raise CodeQueryError("the term contains control characters")
+    return cleaned
+
+
+def normalize_systems(names: Sequence[str] | None) -> list[str]:
+    """Code system names as given on the command line ("icd10cm", "HCPCS" ...) in canonical form."""
+    systems = []
+    for name in names or ():
+        system = SYSTEM_ALIASES.get(name.strip().lower())
+        if system is None:
+            raise CodeQueryError(f"unknown code system {name!r}; choose ICD-10-CM or HCPCS")
+        if system not in systems:
+            systems.append(system)
+    return systems
+
+
+class CodeFinder:
+    """Finds ICD-10-CM and HCPCS codes for clinical terms in the loaded code tables.
+
+    Release ids and whether code documents have embeddings are read once per finder: make a new finder after
+    a refresh. The embedder is created on first need (only when code documents have embeddings).
+    """
+
+    def __init__(self, engine: Engine, *, embedder: Embedder | None = None,
+                 embedder_factory: Callable[[], Embedder] | None = None, synonyms: SynonymTable | None = None,
+                 max_workers: int = 8) -> None:
+        self.engine = engine
+        self._embedder = embedder
+        self._embedder_factory = embedder_factory
+        self._embedder_failed: str | None = None
+        self.synonyms = synonyms or load_clinical_synonyms()
+        self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="medrag-codes")
+        self._releases: dict[str, list[CodeRelease]] | None = None
+        self._has_embeddings: dict[str, bool] = {}
+        # A release's codes never change: their details are read once per finder (None: not in the release).
+        self._rows: dict[tuple[int, str], CodeRow | None] = {}
+
+    def close(self) -> None:
+        """Stop the lookup threads."""
+        self._executor.shutdown(wait=True)
+
+    def __enter__(self) -> CodeFinder:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # -- set-up, cached ------------------------------------------------------------------------------------------
+
+    def releases(self) -> dict[str, list[CodeRelease]]:
+        """Loaded releases per system (read once)."""
+        if self._releases is None:
+            with self.engine.connect() as conn:
+                self._releases = plan.load_releases(conn)
+        return self._releases
+
+    def _vector_ready(self, system: str) -> bool:
+        if system not in self._has_embeddings:
+            self._has_embeddings[system] = plan.has_code_embeddings(self.engine, system)
+        return self._has_embeddings[system]
+
+    def code_rows(self, release: CodeRelease, codes: list[str]) -> dict[str, CodeRow]:
+        """Details of the codes that exist in a release (active ones, for HCPCS), read once and then cached."""
+        missing = [code for code in codes if (release.release_id, code) not in self._rows]
+        if missing:
+            if len(self._rows) > MAX_CACHED_ROWS:
+                self._rows.clear()
+            found = plan.fetch_details(self.engine, release, missing, ALL_KINDS[release.system])
+            self._rows.update({(release.release_id, code): found.get(code) for code in missing})
+        rows = {code: self._rows[(release.release_id, code)] for code in codes}
+        return {code: row for code, row in rows.items() if row is not None}
+
+    @property
+    def can_embed(self) -> bool:
+        """Whether this finder has (or may make) a query embedder."""
+        return (self._embedder is not None or self._embedder_factory is not None) and self._embedder_failed is None
+
+    def _get_embedder(self) -> Embedder | None:
+        if self._embedder is None and self._embedder_factory is not None and self._embedder_failed is None:
+            try:
+                self._embedder = self._embedder_factory()
+            except Exception as error:  # noqa: BLE001 - the lexical lookups still answer without vectors
+                self._embedder_failed = str(error).splitlines()[0] if str(error) else type(error).__name__
+                log.warning("code search without vectors: %s", self._embedder_failed)
+        return self._embedder
+
+    # -- the search ----------------------------------------------------------------------------------------------
+
+    def find(self, term: str, *, systems: Sequence[str] | None = None, release: str | None = None,
+             top: int = DEFAULT_TOP, external_url: str | None = None) -> CodeSearch:
+        """Codes for a clinical term (or a code), best first, at most `top` per system.
+
+        With external_url (the NLM Clinical Tables API base, off by default), LOINC, RxTerms, UCUM and HPO codes
+        are asked for at the same time and listed apart from the local results.
+        """
+        started = time.perf_counter()
+        term = validate_term(term)
+        if not 1 <= top <= MAX_TOP:
+            raise CodeQueryError(f"top must be between 1 and {MAX_TOP}, not {top}")
+        external = (self._executor.submit(search_clinical_tables, term, base_url=external_url)
+                    if external_url else None)
+        requested = normalize_systems(systems)
+        classification = classify(term, self.synonyms)
+        searched = requested or classification.systems()
+        trace = [classification.describe() + f" -> search {', '.join(searched)}"]
+        releases = plan.pick_release(self.releases(), requested or list(SYSTEMS), release)
+        if not releases:
+            raise CodeQueryError("no ICD-10-CM or HCPCS release is loaded; run `medrag ingest --source icd10cm "
+                                 "--source hcpcs` first")
+        searched = [system for system in searched if system in releases]
+        if not searched:
+            # --release named a release of the other system only: search that one.
+            searched = [system for system in SYSTEMS if system in releases]
+        trace.append("releases: " + ", ".join(f"{system} {releases[system].label}"
+                                              + ("" if releases[system].is_current else " (not current)")
+                                              for system in searched))
+        run = _Search(self, term, classification, releases, trace)
+        run.search(searched, can_add_systems=not requested)
+        related_started = time.perf_counter()
+        results = self._matches(run.pool, run.systems, top)
+        run.timings["related"] = (time.perf_counter() - related_started) * 1000
+        search = CodeSearch(term, run.systems, results, summarize(term, run.systems, results), trace)
+        if external is not None:
+            lookup = external.result()
+            search.external = lookup.codes
+            trace.append(lookup.describe())
+        search.timings_ms = {name: round(ms, 2) for name, ms in
+                             {**run.timings, "total": (time.perf_counter() - started) * 1000}.items()}
+        trace.append(f"consolidate: {len(run.pool)} candidates -> {len(results)} codes "
+                     f"(top {top} per system, tiers {_tier_counts(results)}) in {search.timings_ms['total']:.0f} ms")
+        return search
+
+    def _matches(self, pool: CandidatePool, systems: list[str], top: int) -> list[CodeMatch]:
+        chosen = top_results(pool, systems, top)
+        hcpcs_codes = [candidate.row.code for candidate in chosen
+                       if candidate.row.system == HCPCS and candidate.row.kind == "procedure"]
+        lcds = plan.lcds_listing(self.engine, hcpcs_codes) if hcpcs_codes else {}
+        return [_match(candidate, lcds.get(candidate.row.code, [])) for candidate in chosen]
+
+
+def _match(candidate: Candidate, lcds: list[dict[str, Any]]) -> CodeMatch:
+    row = candidate.row
+    related: list[Related] = []
+    if row.system == ICD10CM and row.parent:
+        related.append(Related("icd10cm", row.parent, row.parent_display or row.parent))
+    related += [Related(item["source"], item["key"], item["title"], tuple(item["contractors"])) for item in lcds]
+    return CodeMatch(row.system, row.code, row.display, candidate.confidence, candidate.tier or "",
+                     row.billable if row.system == ICD10CM else None, tuple(related))
+
+
+def _tier_counts(results: list[CodeMatch]) -> str:
+    counts = {}
+    for result in results:
+        counts[result.tier] = counts.get(result.tier, 0) + 1
+    return ", ".join(f"{tier} {count}" for tier, count in counts.items()) or "none"
+
+
+class _Search:
+    """One find() in progress: the term's concepts, the candidate pool, the rounds run so far."""
+
+    def __init__(self, finder: CodeFinder, term: str, classification: Classification,
+                 releases: dict[str, CodeRelease], trace: list[str]) -> None:
+        self.finder = finder
+        self.term = term
+        self.classification = classification
+        self.releases = releases
+        self.trace = trace
+        self.pool = CandidatePool()
+        self.text = strip_codes(term)
+        self.query = TermQuery(self.text)
+        self.systems: list[str] = []
+        self.embedding: Future[list[float] | None] | None = None
+        self.semantic_systems: set[str] = set()
+        self.state = ReflectState()
+        self.can_add_systems = False
+        self.timings: dict[str, float] = {}
+
+    @property
+    def executor(self) -> ThreadPoolExecutor:
+        return self.finder._executor
+
+    def _submit(self, lookup: Lookup) -> Future[LookupResult]:
+        return self.executor.submit(plan.run_lookup, self.finder.engine, lookup, self.releases[lookup.system])
+
+    def _embed(self) -> list[float] | None:
+        embedder = self.finder._get_embedder()
+        return embedder.embed(self.text) if embedder is not None else None
+
+    def search(self, systems: list[str], *, can_add_systems: bool) -> None:
+        """Run up to three rounds of lookups, reflecting after each."""
+        self.systems = list(systems)
+        self.can_add_systems = can_add_systems
+        decision = self._first_round()
+        for number in range(2, MAX_ROUNDS + 1):
+            if decision.done:
+                break
+            decision = self._next_round(number, decision)
+        if decision.done:
+            return
+        self.trace.append(f"stop after {MAX_ROUNDS} rounds")
+
+    # -- rounds --------------------------------------------------------------------------------------------------
+
+    def _first_round(self) -> Decision:
+        started = time.perf_counter()
+        futures: list[Future[LookupResult]] = []
+        for system, codes in self.classification.literal_codes.items():
+            if system in self.systems:
+                futures.append(self._submit(Lookup("exact", system, codes=codes, kinds=self._kinds(system))))
+        skipped = []
+        if self.text:
+            vector_systems = []
+            if self.finder.can_embed:
+                vector_systems = [system for system in self.systems if self.finder._vector_ready(system)]
+                skipped += [f"vector {system} (its code documents have no embeddings)"
+                            for system in self.systems if system not in vector_systems]
+            else:
+                skipped.append("vector (no query embedder)")
+            if vector_systems:
+                self.embedding = self.executor.submit(self._embed)
+            if len(words_of(self.text)) <= TRIGRAM_MAX_WORDS:
+                futures += [self._submit(Lookup("trigram", system, text=self.text, kinds=self._kinds(system)))
+                            for system in self.systems]
+            self.query = build_term_query(self.text, self.classification, self.finder.synonyms,
+                                          lambda words: plan.analyze_words(self.finder.engine, words), self.systems)
+            futures += self._word_lookups(self.systems)
+            if self.embedding is not None:
+                embedding = self.embedding.result()
+                if embedding is None:
+                    skipped.append(f"vector (no query embedder: {self.finder._embedder_failed})")
+                else:
+                    self.semantic_systems = set(vector_systems)
+                    futures += [self._submit(Lookup("vector", system, embedding=tuple(embedding),
+                                                    kinds=self._kinds(system))) for system in vector_systems]
+        self._collect(1, futures, started, skipped)
+        return self._reflect()
+
+    def _next_round(self, number: int, decision: Decision) -> Decision:
+        started = time.perf_counter()
+        changed: set[str] = set()
+        phrases = [(concept, expansion) for concept, expansions in decision.expansions for expansion in expansions]
+        misspelled = [(system, word) for system, words in decision.misspelled.items() for word in words]
+        corrections = [self.executor.submit(plan.correct_spelling, self.finder.engine, self.releases[system], word)
+                       for system, word in misspelled]
+        expansion_words = sorted({word for _, expansion in phrases for word in words_of(expansion)})
+        lexemes = plan.analyze_words(self.finder.engine, expansion_words) if expansion_words else {}
+        for concept, expansion in phrases:
+            words = tuple(words_of(expansion))
+            wording = Wording(words, frozenset(lexeme for word in words for lexeme in lexemes.get(word, ())), SYNONYM)
+            if concept.add(wording):
+                changed.update(concept.systems & set(self.systems))
+        for (system, word), future in zip(misspelled, corrections, strict=True):
+            corrected = future.result()
+            if corrected is None:
+                self.trace.append(f"spelling: no close word for {word!r} in {system}")
+                continue
+            new_word, similarity = corrected
+            self.trace.append(f"spelling: {word} -> {new_word} ({system}, trigram similarity {similarity:.2f})")
+            for concept in self.query.focus(system):
+                if word in concept.words:
+                    fixed = tuple(new_word if w == word else w for w in concept.words)
+                    fixed_lexemes = plan.analyze_words(self.finder.engine, fixed)
+                    lexeme_set = frozenset(lexeme for w in fixed for lexeme in fixed_lexemes.get(w, ()))
+                    if concept.add(Wording(fixed, lexeme_set, SPELLING)):
+                        changed.update(concept.systems & set(self.systems))
+        if misspelled and self.can_add_systems:
+            self._reclassify()
+        if decision.dropped:
+            changed.update(self.systems)
+        for system in decision.add_systems:
+            if system in self.releases:
+                self.systems.append(system)
+                changed.add(system)
+        futures = self._word_lookups([system for system in self.systems if system in changed])
+        if decision.headers:
+            futures.append(self._submit(Lookup("children", ICD10CM, codes=tuple(decision.headers))))
+        if decision.add_systems and self.text and len(words_of(self.text)) <= TRIGRAM_MAX_WORDS:
+            futures += [self._submit(Lookup("trigram", system, text=self.text, kinds=self._kinds(system)))
+                        for system in decision.add_systems if system in self.releases]
+        if not futures:
+            self.trace.append(f"round {number}: nothing new to look up")
+            return Decision()
+        self.trace.append(f"round {number}: term as {self.query.describe()}")
+        self._collect(number, futures, started, [])
+        return self._reflect()
+
+    def _reclassify(self) -> None:
+        """Classify the term again with its spelling corrected ("tuberculosus" had no signal, "tuberculosis" has)."""
+        corrected = []
+        for concept in self.query.concepts:
+            spelled = [wording for wording in concept.wordings if wording.origin == SPELLING]
+            corrected += list(spelled[0].words if spelled else concept.words)
+        classification = classify(" ".join(corrected), self.finder.synonyms)
+        signalled = [system for system in classification.systems() if classification.scores[system] > 0]
+        narrowed = [system for system in self.systems if system in signalled]
+        if narrowed and narrowed != self.systems:
+            self.trace.append(f"re{classification.describe()} -> search {', '.join(narrowed)}")
+            self.systems = narrowed
+
+    def _word_lookups(self, systems: list[str]) -> list[Future[LookupResult]]:
+        futures = []
+        for system in systems:
+            patterns = self.query.patterns(system)
+            if patterns:
+                futures.append(self._submit(Lookup("words", system, patterns=patterns, kinds=self._kinds(system))))
+            tsquery = self.query.tsquery(system)
+            if tsquery and self.releases[system].is_current:
+                futures.append(self._submit(Lookup("fulltext", system, tsquery=tsquery, kinds=self._kinds(system))))
+        return futures
+
+    def _kinds(self, system: str) -> tuple[str, ...]:
+        if system == HCPCS and self.classification.wants_modifiers:
+            return ("procedure", "modifier")
+        return ("procedure",) if system == HCPCS else ("diagnosis",)
+
+    # -- after each round ----------------------------------------------------------------------------------------
+
+    def _collect(self, number: int, futures: list[Future[LookupResult]], started: float, skipped: list[str]) -> None:
+        counts = []
+        results = [future.result() for future in futures]
+        for result in results:
+            for code, hit in result.hits:
+                self.pool.add(result.lookup.system, code, hit)
+        details = {system: self.executor.submit(self.finder.code_rows, self.releases[system],
+                                                self.pool.without_details(system))
+                   for system in self.systems if self.pool.without_details(system)}
+        for system, future in details.items():
+            kinds = self._kinds(system)
+            self.pool.attach(system, {code: row for code, row in future.result().items() if row.kind in kinds})
+        for result in results:
+            found = sum(1 for code, _ in result.hits if (result.lookup.system, code) in self.pool.candidates)
+            counts.append(f"{result.lookup.describe()} {found} ({result.milliseconds:.0f} ms)")
+            if result.lookup.leg == "exact":
+                missing = [code for code in result.lookup.codes
+                           if (result.lookup.system, code) not in self.pool.candidates]
+                if missing:
+                    release = self.releases[result.lookup.system]
+                    counts.append(f"{', '.join(missing)} not in {release.system} {release.label}")
+        self._add_similarities()
+        parts = counts + [f"{item} skipped" for item in skipped]
+        self.timings[f"round_{number}"] = (time.perf_counter() - started) * 1000
+        self.trace.append(f"round {number}: " + "; ".join(parts) + f" [{self.timings[f'round_{number}']:.0f} ms]")
+
+    def _add_similarities(self) -> None:
+        if self.embedding is None or not self.semantic_systems:
+            return
+        embedding = self.embedding.result()
+        if embedding is None:
+            return
+        futures = {}
+        for system in self.semantic_systems:
+            missing = [candidate.row.code for candidate in self.pool.of(system) if not candidate.similarity_read]
+            if missing:
+                futures[system] = self.executor.submit(plan.semantic_similarities, self.finder.engine, system,
+                                                       missing, embedding)
+        for system, future in futures.items():
+            similarities = future.result()
+            for candidate in self.pool.of(system):
+                if not candidate.similarity_read:
+                    candidate.similarity = similarities.get(candidate.row.code)
+                    candidate.similarity_read = True
+
+    def _reflect(self) -> Decision:
+        score_candidates(self.pool, self.query, wants_modifiers=self.classification.wants_modifiers,
+                         semantic_systems=self.semantic_systems)
+        decision = reflect(self.pool, self.query, self.systems, state=self.state, synonyms=self.finder.synonyms,
+                           can_add_systems=self.can_add_systems and bool(self.text))
+        for system in self.systems:
+            best = [candidate for candidate in self.pool.of(system) if candidate.confidence > 0]
+            best.sort(key=lambda candidate: -candidate.confidence)
+            if best:
+                self.trace.append(f"score {system}: " + "; ".join(candidate.explain() for candidate in best[:3]))
+        if decision.done:
+            self.trace.append("reflect: enough" if any(c.confidence > 0 for c in self.pool.candidates.values())
+                              else "reflect: nothing to broaden")
+        else:
+            self.trace += [f"reflect: {reason}" for reason in decision.reasons]
+        return decision

@@ -1,0 +1,502 @@
+"""The statements of a code search: lookups that find codes, and the one that reads what scoring needs.
+
+A lookup finds candidate codes one way, one SQL statement each: exact code, description words through the
+trigram index, full text of the code documents, trigram similarity for misspellings, vector neighbours, billable
+codes under a header. Then one statement per system reads each new code's details from the chosen release's
+table: description, inclusion terms (its own and those of the codes above it) with their lexemes as PostgreSQL's
+english configuration stems them, billable flag, parent, LCD listing. A code the release does not have (or a
+terminated HCPCS code) gets no details and is never returned.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, Engine, text
+
+from medrag.codes.classify import HCPCS, ICD10CM
+from medrag.errors import MedragError
+
+DOCUMENT_SOURCE = {ICD10CM: "icd10cm", HCPCS: "hcpcs"}
+LEG_LIMIT = 50
+# Minimum trigram similarity for a spelling correction ("tuberculosus" -> "tuberculosis" is 0.62, "pnuemonia"
+# -> "pneumonia" 0.43); descriptions holding such a word are found with the same word-similarity threshold.
+SPELLING_MIN_SIMILARITY = 0.4
+CHILDREN_LIMIT = 200
+
+
+class ReleaseNotFound(MedragError):
+    """The requested release label is not loaded for any requested code system."""
+
+
+@dataclass(frozen=True)
+class CodeRelease:
+    """The release of one code system that a search reads."""
+
+    system: str
+    label: str
+    release_id: int
+    is_current: bool
+
+
+@dataclass(frozen=True)
+class Term:
+    """A wording of a code (description, inclusion term) with the code it belongs to and its lexemes."""
+
+    text: str
+    source: str
+    lexemes: frozenset[str]
+    core: frozenset[str]  # without nonessential modifiers and filler: what precision is measured on
+
+
+@dataclass(frozen=True)
+class CodeRow:
+    """One code as the tables describe it: display, billable flag, parent, and its wordings with lexemes."""
+
+    system: str
+    code: str
+    display: str
+    billable: bool | None
+    parent: str | None
+    parent_display: str | None
+    kind: str
+    has_children: bool
+    listed_in_lcd: bool
+    terms: tuple[Term, ...]  # terms[0] is the description
+    ancestors: tuple[tuple[str, frozenset[str]], ...] = ()  # (code, description lexemes) of the codes above it
+    negated: frozenset[str] = frozenset()  # lexemes after "without" in the description
+    head: frozenset[str] = frozenset()  # lexemes of the description up to its first comma ("Walker, rigid ...")
+
+    @property
+    def lexemes(self) -> frozenset[str]:
+        """Every lexeme of every wording."""
+        return frozenset().union(*(term.lexemes for term in self.terms))
+
+
+@dataclass(frozen=True)
+class LegHit:
+    """Where one lookup placed a code."""
+
+    leg: str
+    rank: int
+    score: float
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """One candidate search: its leg, system and inputs."""
+
+    leg: str
+    system: str
+    codes: tuple[str, ...] = ()
+    patterns: tuple[str, ...] = ()
+    tsquery: str = ""
+    text: str = ""
+    embedding: tuple[float, ...] | None = None
+    kinds: tuple[str, ...] = ("procedure",)
+
+    def describe(self) -> str:
+        """Short label for the trace."""
+        return f"{self.leg} {self.system}"
+
+
+@dataclass
+class LookupResult:
+    """The rows a lookup returned and how long it took."""
+
+    lookup: Lookup
+    hits: list[tuple[str, LegHit]] = field(default_factory=list)
+    milliseconds: float = 0.0
+
+
+# -- details: what scoring needs about each code, read once per code ----------------------------------------------
+
+# ICD-10-CM terms are the description, the code's inclusion terms and includes notes, and those of the codes
+# above it (E11 "diabetes NOS" applies to E11.620), each with the code it comes from.
+_ANCESTORS = "a.code IN (left(c.code, 3), left(c.code, 5), left(c.code, 6), left(c.code, 7)) AND a.code <> c.code"
+_ICD_DETAILS = f"""
+WITH detail AS (
+    SELECT h.code, h.n, c.description AS display, c.billable, c.parent_code,
+           p.description AS parent_display, 'diagnosis' AS kind,
+           EXISTS (SELECT 1 FROM icd10cm_code k WHERE k.release_id = c.release_id AND k.parent_code = c.code)
+               AS has_children,
+           false AS listed_in_lcd,
+           (SELECT jsonb_agg(jsonb_build_array(t.term, t.source) ORDER BY t.ord, t.source)
+            FROM (SELECT c.description AS term, c.code AS source, 0 AS ord
+                  UNION ALL
+                  SELECT term, c.code, 1
+                  FROM unnest(coalesce(c.inclusion_terms, '{{}}') || coalesce(c.includes, '{{}}')) AS term
+                  UNION ALL
+                  SELECT term, a.code, 2
+                  FROM icd10cm_code a,
+                       unnest(coalesce(a.inclusion_terms, '{{}}') || coalesce(a.includes, '{{}}')) AS term
+                  WHERE a.release_id = c.release_id AND {_ANCESTORS}) t) AS terms,
+           (SELECT jsonb_agg(jsonb_build_array(a.code, a.description) ORDER BY a.code)
+            FROM icd10cm_code a WHERE a.release_id = c.release_id AND {_ANCESTORS}) AS ancestors
+    FROM unnest(CAST(:codes AS text[])) WITH ORDINALITY AS h(code, n)
+    JOIN icd10cm_code c ON c.release_id = :release_id AND c.code = h.code
+    LEFT JOIN icd10cm_code p ON p.release_id = c.release_id AND p.code = c.parent_code
+)
+"""
+
+_HCPCS_DETAILS = """
+WITH detail AS (
+    SELECT h.code, h.n, coalesce(x.long_description, x.short_description) AS display,
+           NULL::boolean AS billable, NULL::text AS parent_code, NULL::text AS parent_display, x.kind,
+           false AS has_children,
+           x.code IN (SELECT m.hcpc_code_id FROM mcd_lcd_x_hcpc_code m JOIN release r ON r.id = m.release_id
+                      AND r.is_current) AS listed_in_lcd,
+           -- The short description is an abbreviation of the long one ("Stnd hemi (low seat) whlchr"): left out.
+           jsonb_build_array(jsonb_build_array(coalesce(x.long_description, x.short_description), x.code)) AS terms,
+           NULL::jsonb AS ancestors
+    FROM unnest(CAST(:codes AS text[])) WITH ORDINALITY AS h(code, n)
+    JOIN hcpcs_code x ON x.release_id = :release_id AND x.code = h.code AND x.kind = ANY(CAST(:kinds AS text[]))
+    WHERE x.termination_date IS NULL OR x.termination_date >= current_date
+)
+"""
+
+
+def _lexemes(expression: str) -> str:
+    # "Bath/shower chair" would be one file-path token: slashes become spaces first.
+    return f"tsvector_to_array(to_tsvector('english', translate({expression}, '/', ' ')))"
+
+
+# What a wording says once ICD-10-CM's nonessential modifiers (in parentheses) and bracketed synonyms are set
+# aside: what precision is measured on (filler such as "NOS" is set aside in consolidate).
+_ICD_CORE = "regexp_replace({text}, '\\([^)]*\\)|\\[[^]]*\\]', ' ', 'g')"
+# Lexemes after "without" in a description ("Hypertensive heart disease without heart failure").
+_NEGATED = ("(SELECT coalesce(array_agg(DISTINCT lexeme), '{}') "
+            "FROM regexp_matches(d.display, '\\mwithout\\s+([^,]*?)(?=\\s+with\\M|,|$)', 'gi') AS m, "
+            f"unnest({_lexemes('m[1]')}) AS lexeme)")
+
+
+def details_statement(system: str) -> str:
+    """Details of the codes in :codes (those of the release that exist, are active and of the wanted kinds)."""
+    core = _ICD_CORE.format(text="e.value ->> 0") if system == ICD10CM else "(e.value ->> 0)"
+    negated = _NEGATED if system == ICD10CM else "'{}'::text[]"
+    details = _ICD_DETAILS if system == ICD10CM else _HCPCS_DETAILS
+    return details + f"""
+SELECT d.code, d.display, d.billable, d.parent_code, d.parent_display, d.kind, d.has_children, d.listed_in_lcd,
+       (SELECT jsonb_agg(jsonb_build_array(e.value ->> 0, e.value ->> 1, {_lexemes("e.value ->> 0")},
+                                           {_lexemes(core)}) ORDER BY e.ordinality)
+        FROM jsonb_array_elements(d.terms) WITH ORDINALITY AS e) AS terms,
+       (SELECT coalesce(jsonb_agg(jsonb_build_array(e.value ->> 0, {_lexemes("e.value ->> 1")})), '[]')
+        FROM jsonb_array_elements(d.ancestors) AS e) AS ancestors,
+       {negated} AS negated,
+       {_lexemes("split_part(d.display, ',', 1)")} AS head
+FROM detail d
+ORDER BY d.n
+"""
+
+
+# -- legs ----------------------------------------------------------------------------------------------------------
+
+_TABLE = {ICD10CM: ("icd10cm_code", "description"), HCPCS: ("hcpcs_code", "long_description")}
+
+
+def _kind_filter(system: str) -> str:
+    if system != HCPCS:
+        return ""
+    return (" AND c.kind = ANY(CAST(:kinds AS text[]))"
+            # A record terminated before today is no longer a valid code to report.
+            " AND (c.termination_date IS NULL OR c.termination_date >= current_date)")
+
+
+def _exact_hit(_system: str) -> str:
+    return """
+hit AS (
+    SELECT t.code, t.n::int AS leg_rank, 1.0::float AS leg_score
+    FROM unnest(CAST(:codes AS text[])) WITH ORDINALITY AS t(code, n)
+)"""
+
+
+def _words_hit(system: str) -> str:
+    table, column = _TABLE[system]
+    # The trigram index answers ILIKE '%stem%'; codes matching more of the words, then shorter ones, come first.
+    return f"""
+hit AS (
+    SELECT c.code, (row_number() OVER (ORDER BY m.matched DESC, length(c.{column}), c.code))::int AS leg_rank,
+           m.matched::float AS leg_score
+    FROM {table} c
+    CROSS JOIN LATERAL (
+        SELECT count(*) AS matched FROM unnest(CAST(:patterns AS text[])) AS p WHERE c.{column} ILIKE p
+    ) m
+    WHERE c.release_id = :release_id AND c.{column} ILIKE ANY (CAST(:patterns AS text[])){_kind_filter(system)}
+    ORDER BY m.matched DESC, length(c.{column}), c.code
+    LIMIT :limit
+)"""
+
+
+def _fulltext_hit(_system: str) -> str:
+    # The code documents' chunks carry descriptions, inclusion terms, short descriptions and categories, with a
+    # GIN index; they exist for current releases, and codes are re-read from the chosen release's table.
+    return """
+hit AS (
+    SELECT ranked.code, (row_number() OVER (ORDER BY ranked.rank DESC, ranked.code))::int AS leg_rank,
+           ranked.rank::float AS leg_score
+    FROM (
+        SELECT d.key AS code, ts_rank_cd(c.tsv, q.tsq, 1) AS rank
+        FROM chunk c
+        JOIN document d ON d.id = c.document_id,
+             (SELECT to_tsquery('simple', :tsquery) AS tsq) q
+        WHERE d.source = :source AND d.is_current AND c.tsv @@ q.tsq
+        ORDER BY rank DESC, d.key
+        LIMIT :limit
+    ) ranked
+)"""
+
+
+def _trigram_hit(system: str) -> str:
+    table, column = _TABLE[system]
+    return f"""
+hit AS (
+    SELECT c.code, (row_number() OVER (ORDER BY word_similarity(:text, c.{column}) DESC, c.code))::int AS leg_rank,
+           word_similarity(:text, c.{column})::float AS leg_score
+    FROM {table} c
+    WHERE c.release_id = :release_id AND :text <% c.{column}{_kind_filter(system)}
+    ORDER BY leg_score DESC, c.code
+    LIMIT :limit
+)"""
+
+
+def _vector_hit(_system: str) -> str:
+    return """
+hit AS (
+    SELECT d.key AS code, (row_number() OVER (ORDER BY n.distance, d.key))::int AS leg_rank,
+           (1 - n.distance)::float AS leg_score
+    FROM (
+        SELECT c.document_id, c.embedding <=> CAST(:embedding AS vector) AS distance
+        FROM chunk c
+        JOIN document d ON d.id = c.document_id
+        WHERE d.source = :source AND d.is_current AND c.embedding IS NOT NULL
+        ORDER BY c.embedding <=> CAST(:embedding AS vector)
+        LIMIT :limit
+    ) n
+    JOIN document d ON d.id = n.document_id
+)"""
+
+
+def _children_hit(_system: str) -> str:
+    # Narrowing a header (E11) to the billable codes under it, in tabular order.
+    return """
+tree AS (
+    SELECT c.code, c.billable, c.tabular_order FROM icd10cm_code c
+    WHERE c.release_id = :release_id AND c.parent_code = ANY(CAST(:codes AS text[]))
+    UNION ALL
+    SELECT c.code, c.billable, c.tabular_order FROM icd10cm_code c
+    JOIN tree t ON c.release_id = :release_id AND c.parent_code = t.code
+),
+hit AS (
+    SELECT code, (row_number() OVER (ORDER BY tabular_order, code))::int AS leg_rank, 1.0::float AS leg_score
+    FROM tree WHERE billable
+    ORDER BY tabular_order
+    LIMIT :limit
+)"""
+
+
+_LEGS = {"exact": _exact_hit, "words": _words_hit, "fulltext": _fulltext_hit, "trigram": _trigram_hit,
+         "vector": _vector_hit, "children": _children_hit}
+
+
+def lookup_statement(leg: str, system: str) -> str:
+    """The SQL of one leg for one system: codes with their rank and score in that leg."""
+    return f"WITH RECURSIVE {_LEGS[leg](system).lstrip()}\nSELECT code, leg_rank, leg_score FROM hit ORDER BY leg_rank"
+
+
+def vector_literal(values: Sequence[float]) -> str:
+    """pgvector's text form of a vector."""
+    return "[" + ",".join(f"{value:.7g}" for value in values) + "]"
+
+
+def run_lookup(engine: Engine, lookup: Lookup, release: CodeRelease, limit: int | None = None) -> LookupResult:
+    """Run one lookup in its own connection (lookups run concurrently) and time it."""
+    started = time.perf_counter()
+    limit = limit or (CHILDREN_LIMIT if lookup.leg == "children" else LEG_LIMIT)
+    params: dict[str, Any] = {
+        "release_id": release.release_id, "limit": limit, "codes": list(lookup.codes),
+        "patterns": list(lookup.patterns), "tsquery": lookup.tsquery, "text": lookup.text,
+        "source": DOCUMENT_SOURCE[lookup.system], "kinds": list(lookup.kinds),
+        "embedding": vector_literal(lookup.embedding) if lookup.embedding is not None else None,
+    }
+    statement = text(lookup_statement(lookup.leg, lookup.system))
+    with engine.begin() as conn:
+        if lookup.leg == "vector":
+            # Keep the HNSW scan going until enough code chunks pass the source filter (pgvector >= 0.8).
+            conn.execute(text("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                              "set_config('hnsw.ef_search', '100', true)"))
+        rows = conn.execute(statement, params).all()
+    hits = [(row.code, LegHit(lookup.leg, row.leg_rank, float(row.leg_score or 0.0))) for row in rows]
+    return LookupResult(lookup, hits, (time.perf_counter() - started) * 1000)
+
+
+def fetch_details(engine: Engine, release: CodeRelease, codes: Sequence[str], kinds: Sequence[str]
+                  ) -> dict[str, CodeRow]:
+    """CodeRows for the codes that exist in the release (and, for HCPCS, are active and of the given kinds)."""
+    if not codes:
+        return {}
+    params = {"release_id": release.release_id, "codes": list(codes), "kinds": list(kinds)}
+    with engine.connect() as conn:
+        rows = conn.execute(text(details_statement(release.system)), params).all()
+    return {row.code: _code_row(release.system, row) for row in rows}
+
+
+def _code_row(system: str, row: Any) -> CodeRow:
+    terms = tuple(Term(text, source, frozenset(lexemes), frozenset(core))
+                  for text, source, lexemes, core in (row.terms or []))
+    ancestors = tuple((code, frozenset(lexemes)) for code, lexemes in (row.ancestors or []))
+    return CodeRow(
+        system=system, code=row.code, display=row.display or row.code, billable=row.billable,
+        parent=row.parent_code, parent_display=row.parent_display, kind=row.kind, has_children=row.has_children,
+        listed_in_lcd=row.listed_in_lcd, terms=terms, ancestors=ancestors, negated=frozenset(row.negated or ()),
+        head=frozenset(row.head or ()),
+    )
+
+
+# -- small statements around the legs ------------------------------------------------------------------------------
+
+
+def load_releases(conn: Connection) -> dict[str, list[CodeRelease]]:
+    """Loaded releases of each code system, current first, then newest label first."""
+    rows = conn.execute(text(
+        "SELECT source, label, id, is_current FROM release "
+        "WHERE source IN ('icd10cm', 'hcpcs') AND status IN ('loaded', 'partial') "
+        "ORDER BY source, is_current DESC, label DESC"
+    )).all()
+    systems = {source: system for system, source in DOCUMENT_SOURCE.items()}
+    releases: dict[str, list[CodeRelease]] = {ICD10CM: [], HCPCS: []}
+    for row in rows:
+        releases[systems[row.source]].append(CodeRelease(systems[row.source], row.label, row.id, row.is_current))
+    return releases
+
+
+def pick_release(releases: dict[str, list[CodeRelease]], systems: list[str], label: str | None
+                 ) -> dict[str, CodeRelease]:
+    """The release each system reads: the current one, or the one labelled `label` (systems without it drop)."""
+    chosen: dict[str, CodeRelease] = {}
+    for system in systems:
+        options = releases.get(system, [])
+        if label is None:
+            current = [release for release in options if release.is_current]
+            if current:
+                chosen[system] = current[0]
+        else:
+            labelled = [release for release in options if release.label.lower() == label.lower()]
+            if labelled:
+                chosen[system] = labelled[0]
+    if label is not None and not chosen:
+        known = sorted({release.label for system in systems for release in releases.get(system, [])})
+        raise ReleaseNotFound(f"no {' or '.join(systems)} release labelled {label!r}; loaded: {', '.join(known)}")
+    return chosen
+
+
+_ANALYZE_WORDS = text(
+    "SELECT w.word, tsvector_to_array(to_tsvector('english', w.word)) AS lexemes "
+    "FROM unnest(CAST(:words AS text[])) WITH ORDINALITY AS w(word, ord) ORDER BY w.ord"
+)
+
+
+def analyze_words(engine: Engine, words: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """Each word's lexemes in PostgreSQL's english configuration (none for stop words)."""
+    if not words:
+        return {}
+    with engine.connect() as conn:
+        return {row.word: tuple(row.lexemes) for row in conn.execute(_ANALYZE_WORDS, {"words": list(words)})}
+
+
+_HAS_EMBEDDINGS = text(
+    "SELECT EXISTS (SELECT 1 FROM document d JOIN chunk c ON c.document_id = d.id "
+    "WHERE d.source = :source AND d.is_current AND c.embedding IS NOT NULL)"
+)
+
+
+def has_code_embeddings(engine: Engine, system: str) -> bool:
+    """Whether the current code documents of a system have vectors (they may be left unembedded)."""
+    with engine.connect() as conn:
+        return bool(conn.execute(_HAS_EMBEDDINGS, {"source": DOCUMENT_SOURCE[system]}).scalar())
+
+
+_SIMILARITIES = text(
+    "SELECT d.key AS code, max(1 - (c.embedding <=> CAST(:embedding AS vector)))::float AS similarity "
+    "FROM document d JOIN chunk c ON c.document_id = d.id "
+    "WHERE d.source = :source AND d.is_current AND d.key = ANY(CAST(:codes AS text[])) "
+    "AND c.embedding IS NOT NULL GROUP BY d.key"
+)
+
+
+def semantic_similarities(engine: Engine, system: str, codes: Sequence[str], embedding: Sequence[float]
+                          ) -> dict[str, float]:
+    """Cosine similarity between the query and each code's document (codes without a vector are left out)."""
+    if not codes:
+        return {}
+    params = {"source": DOCUMENT_SOURCE[system], "codes": list(codes), "embedding": vector_literal(embedding)}
+    with engine.connect() as conn:
+        return {row.code: row.similarity for row in conn.execute(_SIMILARITIES, params)}
+
+
+def _spelling_statement(system: str) -> str:
+    table, column = _TABLE[system]
+    # Descriptions that contain something like the word (trigram index), then the closest word in them.
+    return f"""
+SELECT w.word, max(similarity(w.word, :word))::float AS similarity
+FROM (
+    SELECT c.{column} AS description FROM {table} c
+    WHERE c.release_id = :release_id AND :word <% c.{column}
+    ORDER BY word_similarity(:word, c.{column}) DESC
+    LIMIT 30
+) d
+CROSS JOIN LATERAL regexp_split_to_table(lower(d.description), '[^a-z0-9]+') AS w(word)
+WHERE length(w.word) >= 3 AND w.word <> :word
+GROUP BY w.word
+ORDER BY similarity DESC, w.word
+LIMIT 1
+"""
+
+
+def correct_spelling(engine: Engine, release: CodeRelease, word: str) -> tuple[str, float] | None:
+    """The description word closest to `word` by trigram similarity, when it is close enough."""
+    with engine.begin() as conn:
+        conn.execute(text("SELECT set_config('pg_trgm.word_similarity_threshold', :limit, true)"),
+                     {"limit": str(SPELLING_MIN_SIMILARITY)})
+        row = conn.execute(text(_spelling_statement(release.system)),
+                           {"release_id": release.release_id, "word": word}).first()
+    if row is None or row.similarity < SPELLING_MIN_SIMILARITY:
+        return None
+    return row.word, row.similarity
+
+
+# v_lcd_hcpcs without the states it also gathers: each current LCD listing a code, with its contractors.
+_LCDS_FOR_CODES = text("""
+SELECT x.hcpc_code_id AS code, 'L' || x.lcd_id AS lcd,
+       coalesce(max(l.title), max(doc.title), 'LCD L' || x.lcd_id) AS title,
+       coalesce(array_agg(DISTINCT c.contractor_bus_name) FILTER (WHERE c.contractor_bus_name IS NOT NULL), '{}')
+           AS contractors
+FROM mcd_lcd_x_hcpc_code x
+JOIN release r ON r.id = x.release_id AND r.is_current
+LEFT JOIN mcd_lcd l ON l.release_id = x.release_id AND l.lcd_id = x.lcd_id AND l.lcd_version = x.lcd_version
+LEFT JOIN mcd_lcd_x_contractor lc ON lc.release_id = x.release_id AND lc.lcd_id = x.lcd_id
+     AND lc.lcd_version = x.lcd_version
+LEFT JOIN mcd_contractor c ON c.release_id = lc.release_id AND c.contractor_id = lc.contractor_id
+     AND c.contractor_type_id = lc.contractor_type_id AND c.contractor_version = lc.contractor_version
+LEFT JOIN LATERAL (
+    SELECT d.title FROM document d WHERE d.source = 'lcd' AND d.key = 'L' || x.lcd_id AND d.is_current
+    ORDER BY d.version DESC LIMIT 1
+) doc ON true
+WHERE x.hcpc_code_id = ANY(CAST(:codes AS text[]))
+GROUP BY x.hcpc_code_id, x.lcd_id
+ORDER BY x.hcpc_code_id, x.lcd_id
+""")
+
+
+def lcds_listing(engine: Engine, codes: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """For each HCPCS code, the current LCDs that list it, with their contractors."""
+    if not codes:
+        return {}
+    listed: dict[str, list[dict[str, Any]]] = {}
+    with engine.connect() as conn:
+        for row in conn.execute(_LCDS_FOR_CODES, {"codes": list(codes)}):
+            listed.setdefault(row.code, []).append(
+                {"source": "lcd", "key": row.lcd, "title": row.title, "contractors": sorted(row.contractors)})
+    return listed

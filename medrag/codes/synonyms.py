@@ -1,0 +1,146 @@
+"""The words coders use for what code descriptions say: abbreviations, lay terms and drug brand names.
+
+``data/clinical_synonyms.csv`` maps a term as people type it ("copd", "heart attack", "zofran") to wording the
+code tables use ("chronic obstructive pulmonary disease", "myocardial infarction", "ondansetron"), with the code
+system the term points to. The abbreviations of ``data/code_synonyms.csv`` (written for the HCPCS document text)
+are added where this table has no entry. A finder consults the table when a term's own words find too little.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from medrag.errors import MedragError
+
+CLINICAL_SYNONYMS_FILE = "clinical_synonyms.csv"
+CODE_SYNONYMS_FILE = "code_synonyms.csv"
+COLUMNS = ("term", "expansion", "kind", "system")
+KINDS = ("abbreviation", "lay", "brand", "variant")
+# Values of the system column; "both" hints at ICD-10-CM and HCPCS, an empty cell at neither.
+SYSTEM_VALUES = {"ICD-10-CM": ("ICD-10-CM",), "HCPCS": ("HCPCS",), "both": ("ICD-10-CM", "HCPCS"), "": ()}
+_TERM = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*(?: [a-z0-9]+(?:[-'][a-z0-9]+)*)*")
+
+
+class SynonymDataError(MedragError):
+    """The packaged synonym table is malformed."""
+
+
+@dataclass(frozen=True)
+class SynonymEntry:
+    """One term with the wordings it may stand for and the systems it hints at."""
+
+    term: str
+    expansions: tuple[str, ...]
+    kind: str
+    systems: tuple[str, ...]
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        """The term's words, as a term's words are split (lower case)."""
+        return tuple(self.term.split())
+
+
+@dataclass(frozen=True)
+class SynonymMatch:
+    """Where an entry's term occurs in a list of words: words[start:end]."""
+
+    entry: SynonymEntry
+    start: int
+    end: int
+
+    @property
+    def phrase(self) -> str:
+        """The matched words as typed (lower case)."""
+        return self.entry.term
+
+
+class SynonymTable:
+    """Terms to expansions, matched on whole words, longest term first, without overlaps."""
+
+    def __init__(self, entries: list[SynonymEntry]) -> None:
+        self.entries = {entry.term: entry for entry in entries}
+        self._longest = max((len(entry.words) for entry in entries), default=0)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def get(self, term: str) -> SynonymEntry | None:
+        """The entry for a term (lower case, single-spaced), if any."""
+        return self.entries.get(term)
+
+    def matches(self, words: list[str] | tuple[str, ...]) -> list[SynonymMatch]:
+        """Entries whose term occurs in words, scanning left to right and preferring the longest term."""
+        found, index = [], 0
+        while index < len(words):
+            for length in range(min(self._longest, len(words) - index), 0, -1):
+                entry = self.entries.get(" ".join(words[index:index + length]))
+                if entry is not None:
+                    found.append(SynonymMatch(entry, index, index + length))
+                    index += length
+                    break
+            else:
+                index += 1
+        return found
+
+
+def _data_text(name: str) -> str:
+    return resources.files("medrag").joinpath("data", name).read_text(encoding="utf-8")
+
+
+def parse_clinical_synonyms(text: str, source: str = CLINICAL_SYNONYMS_FILE) -> list[SynonymEntry]:
+    """Entries of a clinical synonym CSV, checked: header, lower-case terms, known kinds and systems, no repeats."""
+    reader = csv.DictReader(text.splitlines())
+    if tuple(reader.fieldnames or ()) != COLUMNS:
+        raise SynonymDataError(f"{source}: header must be {','.join(COLUMNS)}, not {','.join(reader.fieldnames or [])}")
+    grouped: dict[str, SynonymEntry] = {}
+    seen: set[tuple[str, str]] = set()
+    for line, row in enumerate(reader, start=2):
+        where = f"{source} line {line}"
+        term, expansion = (row["term"] or "").strip(), (row["expansion"] or "").strip()
+        kind, system = (row["kind"] or "").strip(), (row["system"] or "").strip()
+        if not _TERM.fullmatch(term):
+            raise SynonymDataError(f"{where}: term {term!r} must be lower-case words separated by single spaces")
+        if not expansion or expansion.lower() == term:
+            raise SynonymDataError(f"{where}: {term!r} needs an expansion that differs from it")
+        if kind not in KINDS:
+            raise SynonymDataError(f"{where}: kind {kind!r} is not one of {', '.join(KINDS)}")
+        if system not in SYSTEM_VALUES:
+            raise SynonymDataError(f"{where}: system {system!r} is not ICD-10-CM, HCPCS, both or empty")
+        if (term, expansion.lower()) in seen:
+            raise SynonymDataError(f"{where}: {term!r} -> {expansion!r} is listed twice")
+        seen.add((term, expansion.lower()))
+        previous = grouped.get(term)
+        if previous is not None and (previous.kind, previous.systems) != (kind, SYSTEM_VALUES[system]):
+            raise SynonymDataError(f"{where}: {term!r} has another kind or system on an earlier line")
+        expansions = (*previous.expansions, expansion) if previous else (expansion,)
+        grouped[term] = SynonymEntry(term, expansions, kind, SYSTEM_VALUES[system])
+    return list(grouped.values())
+
+
+def _code_synonym_entries(known: set[str]) -> list[SynonymEntry]:
+    """Case-insensitive abbreviations of code_synonyms.csv that the clinical table does not define."""
+    grouped: dict[str, list[str]] = {}
+    for row in csv.DictReader(_data_text(CODE_SYNONYMS_FILE).splitlines()):
+        term = (row.get("abbreviation") or "").strip().lower()
+        # "exact" rows are abbreviations that are also ordinary words (AIDS / aids): unsafe in lower-cased terms.
+        if row.get("match") != "any_case" or not _TERM.fullmatch(term) or term in known:
+            continue
+        grouped.setdefault(term, []).append((row.get("expansion") or "").strip())
+    return [SynonymEntry(term, tuple(filter(None, expansions)), "abbreviation", ())
+            for term, expansions in grouped.items() if any(expansions)]
+
+
+def clinical_synonym_entries() -> list[SynonymEntry]:
+    """The entries of the packaged clinical_synonyms.csv alone."""
+    return parse_clinical_synonyms(_data_text(CLINICAL_SYNONYMS_FILE))
+
+
+@cache
+def load_clinical_synonyms() -> SynonymTable:
+    """The packaged clinical synonym table plus the code-document abbreviations it does not redefine."""
+    entries = clinical_synonym_entries()
+    return SynonymTable(entries + _code_synonym_entries({entry.term for entry in entries}))

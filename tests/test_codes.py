@@ -1,0 +1,258 @@
+"""The clinical code finder on the real code sets (HCPCS 2019, ICD-10-CM FY2026 + FY2021, MCD LCD tables)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import text
+
+from medrag.cli import main
+from medrag.codes import HCPCS, ICD10CM, CodeFinder, CodeQueryError
+from medrag.codes.evaluate import evaluate, read_dev_set
+from medrag.codes.synonyms import SYSTEM_VALUES, clinical_synonym_entries
+
+DEV_SET = Path(__file__).resolve().parents[1] / "eval" / "codes_dev.jsonl"
+TIER_FLOORS = {"high": 0.8, "medium": 0.5, "possible": 0.3}
+
+
+@pytest.fixture(scope="module")
+def embedder_requests() -> list[str]:
+    """Times the finder asked for a query embedder."""
+    return []
+
+
+@pytest.fixture(scope="module")
+def finder(indexed_engine, embedder_requests):
+    """One finder for the module; the test corpus has no code-document embeddings, so no model is loaded."""
+
+    def factory():
+        embedder_requests.append("asked")
+        raise RuntimeError("no query embedder is needed when code documents have no embeddings")
+
+    with CodeFinder(indexed_engine, embedder_factory=factory) as code_finder:
+        yield code_finder
+
+
+@pytest.fixture
+def cli(indexed_settings, monkeypatch):
+    """Run `medrag ...` in-process against the indexed database; returns (exit code, stdout, stderr)."""
+    monkeypatch.setenv("DATABASE_URL", indexed_settings.database_url)
+    monkeypatch.setenv("MEDRAG_HOME", str(indexed_settings.home))
+
+    def run(*args: str) -> tuple[int, str, str]:
+        outcome = CliRunner().invoke(main, list(args))
+        if outcome.exception and not isinstance(outcome.exception, SystemExit):
+            raise outcome.exception
+        return outcome.exit_code, outcome.stdout, outcome.stderr
+
+    return run
+
+
+def codes_of(search, system: str | None = None) -> list[str]:
+    return [result.code for result in search.results if system is None or result.system == system]
+
+
+def test_diabetes_finds_type_2_diabetes_codes(finder) -> None:
+    search = finder.find("diabetes")
+    icd = codes_of(search, ICD10CM)
+    assert any(code.startswith("E11.") for code in icd)
+    # Unqualified, the term codes to the default "without complications" leaf, not to the E11 header.
+    assert icd[0] == "E11.9"
+    assert search.results[0].billable is True
+    assert ("icd10cm", "E11") in [(item.source, item.key) for item in search.results[0].related]
+
+
+def test_wheelchair_finds_k_range_wheelchairs(finder) -> None:
+    search = finder.find("wheelchair")
+    hcpcs = codes_of(search, HCPCS)
+    assert search.systems == [HCPCS]
+    assert "K0001" <= hcpcs[0] <= "K0108"
+    assert all(result.billable is None for result in search.results)
+
+
+def test_misspelled_tuberculosis_is_corrected_to_a15_a19(finder) -> None:
+    search = finder.find("tuberculosus")
+    icd = codes_of(search, ICD10CM)
+    assert icd and all("A15" <= code[:3] <= "A19" for code in icd)
+    assert any("tuberculosus -> tuberculosis" in step for step in search.trace)
+    assert not codes_of(search, HCPCS)  # reclassified once the word is known to be a disease
+
+
+def test_multi_intent_term_queries_both_systems(finder) -> None:
+    search = finder.find("diabetes a1c test")
+    assert set(search.systems) == {ICD10CM, HCPCS}
+    first_round = next(step for step in search.trace if step.startswith("round 1:"))
+    assert "ICD-10-CM" in first_round and "HCPCS" in first_round
+
+
+def test_gibberish_finds_no_codes(finder, cli) -> None:
+    search = finder.find("asdfghjkl")
+    assert search.results == []
+    assert search.summary.startswith("No matching codes found")
+    # "plugh" is one letter from "plug", but half a term is not enough to offer a code.
+    assert finder.find("xyzzy plugh").results == []
+    code, out, _ = cli("codes", "asdfghjkl", "--json")
+    assert code == 0
+    printed = json.loads(out)
+    assert printed["results"] == [] and printed["summary"].startswith("No matching codes found")
+
+
+def test_literal_hcpcs_code_comes_first_with_its_lcd(finder) -> None:
+    search = finder.find("E0601")
+    first = search.results[0]
+    assert (first.system, first.code, first.confidence, first.tier) == (HCPCS, "E0601", 1.0, "high")
+    lcds = {item.key: item for item in first.related if item.source == "lcd"}
+    assert "L33718" in lcds
+    assert lcds["L33718"].contractors  # the DME MACs that publish it
+    assert not codes_of(search, ICD10CM)  # "E06.01" is not an ICD-10-CM code
+
+
+def test_empty_term_is_exit_2_with_a_clear_message(cli) -> None:
+    code, _, err = cli("codes", "")
+    assert code == 2
+    assert "term is empty" in err and "Traceback" not in err
+
+
+def test_a_database_without_code_sets_is_a_clear_error(engine) -> None:
+    with CodeFinder(engine) as empty, pytest.raises(CodeQueryError, match="no ICD-10-CM or HCPCS release is loaded"):
+        empty.find("diabetes")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["codes", "oxygen", "--release", "FY1999"], "no ICD-10-CM or HCPCS release labelled 'FY1999'"),
+    (["codes", "oxygen", "--system", "CPT"], "unknown code system 'CPT'"),
+    (["codes", "oxygen", "--top", "0"], "Invalid value for '--top'"),
+])
+def test_bad_options_are_exit_2(cli, args, message) -> None:
+    code, _, err = cli(*args)
+    assert code == 2
+    assert message in err
+
+
+def test_json_output_has_the_documented_shape(cli, indexed_engine) -> None:
+    code, out, _ = cli("codes", "diabetes a1c test strips", "--json", "--top", "3")
+    assert code == 0
+    printed = json.loads(out)
+    assert set(printed) == {"query", "results", "summary", "trace"}
+    assert printed["query"] == "diabetes a1c test strips" and printed["trace"]
+    confidences = [result["confidence"] for result in printed["results"]]
+    assert confidences == sorted(confidences, reverse=True)
+    assert {result["system"] for result in printed["results"]} == {ICD10CM, HCPCS}
+    for result in printed["results"]:
+        assert {"system", "code", "display", "confidence", "tier", "billable", "related"} <= set(result)
+        assert result["confidence"] >= TIER_FLOORS[result["tier"]]
+        assert (result["billable"] is None) == (result["system"] == HCPCS)
+        assert all({"source", "key", "title"} <= set(item) for item in result["related"])
+    for system in (ICD10CM, HCPCS):
+        assert sum(1 for result in printed["results"] if result["system"] == system) <= 3
+
+
+def test_text_output_has_summary_codes_and_trace(cli) -> None:
+    code, out, _ = cli("codes", "E0601")
+    assert code == 0
+    assert out.startswith("1 HCPCS code for \"E0601\"")
+    assert "E0601" in out and "L33718" in out and "Trace:" in out
+
+
+def test_every_result_is_a_code_of_the_tables(finder, indexed_engine) -> None:
+    terms = ["copd", "zofran", "heart attack", "walker", "hay fever", "wheelchiar", "kx modifier", "ESRD"]
+    lookup = {ICD10CM: text("SELECT description FROM v_icd10cm_current WHERE code = :c"),
+              HCPCS: text("SELECT long_description FROM v_hcpcs_current WHERE code = :c")}
+    with indexed_engine.connect() as conn:
+        for term in terms:
+            for result in finder.find(term).results:
+                assert conn.execute(lookup[result.system], {"c": result.code}).scalar() == result.display, term
+
+
+def test_synonyms_and_abbreviations_broaden(finder) -> None:
+    copd = finder.find("copd")
+    assert codes_of(copd)[0] == "J44.9"
+    assert any("synonyms: copd -> chronic obstructive pulmonary disease" in step for step in copd.trace)
+    zofran = finder.find("zofran")
+    assert "J2405" in codes_of(zofran, HCPCS)
+    assert codes_of(finder.find("heart attack"))[0] == "I21.9"
+
+
+def test_modifier_terms_find_modifiers(finder) -> None:
+    assert codes_of(finder.find("kx modifier"))[0] == "KX"
+    assert codes_of(finder.find("right side modifier"))[0] == "RT"
+    # Without the word "modifier" a two-letter modifier is not what a term means.
+    assert "RT" not in codes_of(finder.find("right side"))
+
+
+def test_older_release_is_searched_when_asked(finder, cli) -> None:
+    # M54.5 was the billable low back pain code in FY2021; FY2026 splits it into M54.50/51/59.
+    assert codes_of(finder.find("low back pain", release="FY2021"))[0] == "M54.5"
+    assert codes_of(finder.find("low back pain"))[0] == "M54.50"
+    code, out, _ = cli("codes", "low back pain", "--release", "FY2021", "--json")
+    assert code == 0 and json.loads(out)["results"][0]["code"] == "M54.5"
+
+
+def test_system_option_restricts_the_search(finder) -> None:
+    search = finder.find("diabetes", systems=["hcpcs"])
+    assert search.systems == [HCPCS]
+    assert search.results and all(result.system == HCPCS for result in search.results)
+
+
+def test_vector_leg_is_skipped_without_code_embeddings(finder, embedder_requests) -> None:
+    search = finder.find("oxygen concentrator")
+    assert any("vector HCPCS (its code documents have no embeddings) skipped" in step for step in search.trace)
+    assert embedder_requests == []
+    assert codes_of(search)[0].startswith("E139")
+
+
+def test_every_synonym_expansion_reaches_a_code(indexed_engine) -> None:
+    """The synonym table is data: each expansion must find code documents of the system it names."""
+    sources = {ICD10CM: "icd10cm", HCPCS: "hcpcs"}
+    unreachable = []
+    with indexed_engine.connect() as conn:
+        for entry in clinical_synonym_entries():
+            wanted = [sources[system] for system in (entry.systems or SYSTEM_VALUES["both"])]
+            for expansion in entry.expansions:
+                hits = conn.execute(text(
+                    "SELECT count(*) FROM chunk c JOIN document d ON d.id = c.document_id "
+                    "WHERE d.source = ANY(:s) AND d.is_current AND c.tsv @@ plainto_tsquery('english', :x)"),
+                    {"s": wanted, "x": expansion}).scalar()
+                if not hits:
+                    unreachable.append(f"{entry.term} -> {expansion}")
+    assert unreachable == []
+
+
+def test_dev_set_codes_exist_in_the_tables(indexed_engine) -> None:
+    terms = read_dev_set(DEV_SET)
+    assert len(terms) >= 60 and {term.system for term in terms} == {ICD10CM, HCPCS}
+    with indexed_engine.connect() as conn:
+        icd = set(conn.execute(text("SELECT code FROM v_icd10cm_current")).scalars())
+        hcpcs = set(conn.execute(text("SELECT code FROM v_hcpcs_current WHERE termination_date IS NULL")).scalars())
+    missing = [(term.term, code) for term in terms for code in term.expected
+               if code not in (icd if term.system == ICD10CM else hcpcs)]
+    assert missing == []
+
+
+def test_dev_set_meets_the_accuracy_goals_without_vectors(finder) -> None:
+    report = evaluate(finder, read_dev_set(DEV_SET))
+    assert report.top1 >= 0.85, [(miss.term, miss.found[:3]) for miss in report.misses]
+    assert report.top5 >= 0.95
+
+
+def test_eval_codes_command_reports_accuracy_and_latency(cli, tmp_path) -> None:
+    terms = tmp_path / "terms.jsonl"
+    terms.write_text("\n".join(json.dumps(item) for item in [
+        {"term": "wheelchair", "system": HCPCS, "expected": ["K0001"]},
+        {"term": "high blood pressure", "system": ICD10CM, "expected": ["I10"]},
+        {"term": "E0601", "system": HCPCS, "expected": ["E0601"]},
+    ]) + "\n")
+    code, out, _ = cli("eval", "codes", "--terms", str(terms), "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert (report["terms"], report["top1"], report["top5"]) == (3, 1.0, 1.0)
+    assert report["latency_ms"]["p50"] > 0 and report["latency_ms"]["p95"] >= report["latency_ms"]["p50"]
+    assert report["goals_met"]["top1"] and report["misses"] == []
+    code, out, _ = cli("eval", "codes", "--terms", str(terms))
+    assert code == 0 and "top-1 1.000" in out
+    terms.write_text('{"term": "wheelchair", "system": "CPT", "expected": ["K0001"]}\n')
+    code, _, err = cli("eval", "codes", "--terms", str(terms))
+    assert code == 2 and "'system' must be one of" in err

@@ -1,0 +1,177 @@
+"""The code finder's rules without a database: classification, the synonym table, scoring, the dev-set format."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from medrag.codes.classify import HCPCS, ICD10CM, SYSTEMS, classify, literal_codes, strip_codes
+from medrag.codes.consolidate import Candidate, CandidatePool, lexical_match, ranked, specificity
+from medrag.codes.evaluate import DevSetError, read_dev_set
+from medrag.codes.finder import CodeQueryError, normalize_systems, validate_term
+from medrag.codes.plan import CodeRow, LegHit, Term
+from medrag.codes.synonyms import SynonymDataError, load_clinical_synonyms, parse_clinical_synonyms
+from medrag.codes.terms import SPELLING, TYPED, Concept, TermQuery, Wording
+
+HEADER = "term,expansion,kind,system\n"
+
+
+@pytest.mark.parametrize(("term", "systems"), [
+    ("diabetes", [ICD10CM]),
+    ("rheumatoid arthritis", [ICD10CM]),  # a disease suffix
+    ("wheelchair", [HCPCS]),
+    ("ondansetron 4 mg", [HCPCS]),  # a drug with a dose
+    ("ambulance mileage", [HCPCS]),
+    ("diabetic shoes", [HCPCS]),  # the condition names what the item is for
+    ("zofran", [HCPCS]),  # a brand name from the synonym table
+    ("asdfghjkl", list(SYSTEMS)),  # no signal: search everything
+])
+def test_terms_are_classified_by_their_signals(term, systems) -> None:
+    assert sorted(classify(term).systems()) == sorted(systems)
+
+
+def test_multi_intent_term_scores_both_systems() -> None:
+    result = classify("diabetes a1c test strips")
+    assert result.scores[ICD10CM] >= 0.3 and result.scores[HCPCS] >= 0.3
+    assert result.exclusive_words(ICD10CM) == {"diabetes"}
+    assert result.exclusive_words(HCPCS) == {"test", "strips"}
+    assert "diagnosis word" in result.describe() and "supply" in result.describe()
+
+
+def test_literal_codes_are_recognized_per_system() -> None:
+    assert literal_codes("E0601") == {HCPCS: ("E0601",), ICD10CM: ("E06.01",)}
+    assert literal_codes("codes e11.621 and E11621") == {ICD10CM: ("E11.621",)}
+    assert literal_codes("vitamin b12 shot") == {ICD10CM: ("B12",)}  # looked up, but still searched as a word
+    assert strip_codes("vitamin b12 shot E0601") == "vitamin b12 shot"
+    assert literal_codes("a1c test") == {}
+    assert classify("KX modifier").literal_codes[HCPCS] == ("KX",)
+    assert classify("KX modifier").wants_modifiers
+
+
+def test_packaged_synonym_table_is_well_formed() -> None:
+    table = load_clinical_synonyms()
+    assert len(table) >= 100
+    for term in ("dme", "cpap", "copd", "esrd"):
+        assert table.get(term).kind == "abbreviation"
+    assert table.get("zofran").expansions == ("ondansetron",)
+    assert table.get("zofran").systems == (HCPCS,)
+    assert table.get("esrd").systems == (ICD10CM, HCPCS)
+    matches = table.matches("my heart attack and copd".split())
+    assert [(match.phrase, match.start, match.end) for match in matches] == [("heart attack", 1, 3), ("copd", 4, 5)]
+
+
+@pytest.mark.parametrize(("csv_text", "message"), [
+    ("term,expansion\n", "header must be"),
+    (HEADER + "COPD,chronic obstructive pulmonary disease,abbreviation,ICD-10-CM\n", "lower-case words"),
+    (HEADER + "copd,,abbreviation,ICD-10-CM\n", "needs an expansion"),
+    (HEADER + "copd,copd,abbreviation,ICD-10-CM\n", "needs an expansion"),
+    (HEADER + "copd,chronic bronchitis,acronym,ICD-10-CM\n", "kind 'acronym'"),
+    (HEADER + "copd,chronic bronchitis,abbreviation,CPT\n", "system 'CPT'"),
+    (HEADER + "copd,emphysema,abbreviation,ICD-10-CM\ncopd,emphysema,abbreviation,ICD-10-CM\n", "listed twice"),
+    (HEADER + "copd,emphysema,abbreviation,ICD-10-CM\ncopd,bronchitis,lay,ICD-10-CM\n", "another kind"),
+])
+def test_malformed_synonym_tables_are_rejected(csv_text, message) -> None:
+    with pytest.raises(SynonymDataError, match=message):
+        parse_clinical_synonyms(csv_text, "test.csv")
+
+
+def _icd_row(code: str, description: str, lexemes: set[str], *, billable: bool = True, children: bool = False,
+             extra: list[Term] | None = None, ancestors=()) -> CodeRow:
+    return CodeRow(ICD10CM, code, description, billable, None, None, "diagnosis", children, False,
+                   (Term(description, code, frozenset(lexemes), frozenset(lexemes)), *(extra or [])),
+                   tuple(ancestors))
+
+
+def _query(*concepts: tuple[str, set[str]]) -> TermQuery:
+    query = TermQuery(" ".join(text for text, _ in concepts))
+    for text, lexemes in concepts:
+        query.concepts.append(Concept(tuple(text.split()), [Wording(tuple(text.split()), frozenset(lexemes), TYPED)],
+                                      frozenset(SYSTEMS)))
+    return query
+
+
+def test_lexical_match_rewards_coverage_then_precision() -> None:
+    query = _query(("diabetes", {"diabet"}))
+    short = _icd_row("E23.2", "Diabetes insipidus", {"diabet", "insipidus"})
+    long = _icd_row("E11.620", "Type 2 diabetes mellitus with diabetic dermatitis",
+                    {"type", "2", "diabet", "mellitus", "dermat"})
+    unrelated = _icd_row("I10", "Essential (primary) hypertension", {"essenti", "primari", "hypertens"})
+    assert lexical_match(short, query).score > lexical_match(long, query).score > 0
+    assert lexical_match(unrelated, query).coverage == 0
+
+
+def test_inherited_nos_term_makes_the_default_child_win() -> None:
+    query = _query(("diabetes", {"diabet"}))
+    nos = Term("diabetes NOS", "E11", frozenset({"diabet", "nos"}), frozenset({"diabet", "nos"}))
+    ancestors = (("E11", frozenset({"type", "2", "diabet", "mellitus"})),)
+    default = _icd_row("E11.9", "Type 2 diabetes mellitus without complications",
+                       {"type", "2", "diabet", "mellitus", "without", "complic"}, extra=[nos], ancestors=ancestors)
+    specific = _icd_row("E11.620", "Type 2 diabetes mellitus with diabetic dermatitis",
+                        {"type", "2", "diabet", "mellitus", "dermat"}, extra=[nos], ancestors=ancestors)
+    default_match, specific_match = lexical_match(default, query), lexical_match(specific, query)
+    assert default_match.term == "diabetes NOS" and default_match.nos_default
+    assert default_match.score > specific_match.score
+    assert specificity(default, query, False, default_match) == 1.0
+
+
+def test_spelling_corrections_count_a_little_less() -> None:
+    query = TermQuery("tuberculosus")
+    query.concepts.append(Concept(("tuberculosus",), [
+        Wording(("tuberculosus",), frozenset({"tuberculosus"}), TYPED),
+        Wording(("tuberculosis",), frozenset({"tuberculosi"}), SPELLING)], frozenset(SYSTEMS)))
+    row = _icd_row("A15.0", "Tuberculosis of lung", {"tuberculosi", "lung"})
+    assert lexical_match(row, query).coverage == pytest.approx(0.9)
+
+
+def test_headers_and_unrequested_codes_are_less_specific() -> None:
+    query = _query(("wheelchair", {"wheelchair"}))
+    header = _icd_row("E11", "Type 2 diabetes mellitus", {"diabet"}, billable=False, children=True)
+    assert specificity(header, query, False) < 0.5
+    modifier = CodeRow(HCPCS, "KA", "Add on option/accessory for wheelchair", None, None, None, "modifier", False,
+                       False, (Term("Add on option/accessory for wheelchair", "KA", frozenset(), frozenset()),))
+    assert specificity(modifier, query, wants_modifiers=False) < specificity(modifier, query, wants_modifiers=True)
+    pregnancy = _icd_row("O24.419", "Gestational diabetes mellitus in pregnancy, unspecified control", {"diabet"})
+    assert specificity(pregnancy, _query(("diabetes", {"diabet"})), False) < 0.8
+    assert specificity(pregnancy, _query(("pregnancy diabetes", {"pregnanc", "diabet"})), False) == 1.0
+
+
+def test_tiers_and_header_deduplication() -> None:
+    pool = CandidatePool()
+    rows = {"E11": _icd_row("E11", "Type 2 diabetes mellitus", {"diabet"}, billable=False, children=True),
+            "E11.9": _icd_row("E11.9", "Type 2 diabetes mellitus without complications", {"diabet"}),
+            "E10.9": _icd_row("E10.9", "Type 1 diabetes mellitus without complications", {"diabet"})}
+    for code in rows:
+        pool.add(ICD10CM, code, LegHit("words", 1, 1.0))
+    pool.add(ICD10CM, "X99.9", LegHit("words", 2, 1.0))  # not in the tables: never becomes a candidate
+    pool.attach(ICD10CM, rows)
+    confidences = {"E11": 0.9, "E11.9": 0.81, "E10.9": 0.29}
+    for candidate in pool.of(ICD10CM):
+        candidate.confidence = confidences[candidate.row.code]
+    assert len(pool) == 3
+    assert [candidate.row.code for candidate in ranked(pool, ICD10CM)] == ["E11.9"]  # header covered, E10.9 < 0.3
+    assert [Candidate(rows["E11.9"], confidence=value).tier for value in (0.81, 0.8, 0.5, 0.3, 0.29)] == \
+        ["high", "medium", "possible", "possible", None]
+
+
+def test_bad_terms_and_systems_are_user_errors() -> None:
+    assert validate_term("  type 2   diabetes ") == "type 2 diabetes"
+    for bad in ("", "   ", "x" * 501, "oxygen\x00"):
+        with pytest.raises(CodeQueryError):
+            validate_term(bad)
+    assert normalize_systems(["icd10cm", "HCPCS", "ICD-10-CM"]) == [ICD10CM, HCPCS]
+    with pytest.raises(CodeQueryError, match="unknown code system"):
+        normalize_systems(["CPT"])
+
+
+def test_dev_set_format_is_checked(tmp_path) -> None:
+    path = tmp_path / "terms.jsonl"
+    path.write_text(json.dumps({"term": "walker", "system": HCPCS, "expected": ["E0130"]}) + "\n\n")
+    assert read_dev_set(path)[0].expected == ("E0130",)
+    for line, message in [("not json", "not JSON"), ('{"term": "", "system": "HCPCS", "expected": ["x"]}', "term"),
+                          ('{"term": "a", "system": "HCPCS", "expected": []}', "expected"), ("[1]", "object")]:
+        path.write_text(line + "\n")
+        with pytest.raises(DevSetError, match=message):
+            read_dev_set(path)
+    with pytest.raises(DevSetError, match="not found"):
+        read_dev_set(tmp_path / "missing.jsonl")
