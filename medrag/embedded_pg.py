@@ -125,6 +125,8 @@ class EmbeddedPostgres:
             if not self.is_initialised():
                 self._initdb()
             chosen = port if port is not None else self._configured_port() or free_port()
+            if port is None and not port_is_free(chosen):
+                chosen = free_port()  # the port we used last time is taken now; nobody asked for that one
             if not port_is_free(chosen):
                 raise EmbeddedPostgresError(f"port {chosen} on 127.0.0.1 is already in use; pass --port or free it")
             self._write_config(chosen)
