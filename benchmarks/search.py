@@ -83,6 +83,7 @@ def fill_scaled(source_url: str, url: str, scale: int, seed: int) -> None:
                 for index, (_source, _key, heading, text, vector) in enumerate(real):
                     if written + index >= scale:
                         break
+                    vector = vector.to_numpy() if hasattr(vector, "to_numpy") else np.asarray(vector)
                     noisy = vector + rng.normal(0, 0.02, vector.shape).astype(np.float32) if copy_number else vector
                     noisy = noisy / np.linalg.norm(noisy)
                     copy.write_row((written + index + 1, 0, text, heading, noisy.astype(np.float32), "h"))
