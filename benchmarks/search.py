@@ -76,7 +76,8 @@ def fill_scaled(source_url: str, url: str, scale: int, seed: int) -> None:
                 for index, (source, key, _heading, _text, _vector) in enumerate(real):
                     if written + index >= scale:
                         break
-                    copy.write_row((written + index + 1, release, source, f"{key}#{copy_number}.{index}", "", key, "h", True))
+                    synthetic_key = f"{key}#{copy_number}.{index}"
+                    copy.write_row((written + index + 1, release, source, synthetic_key, "", key, "h", True))
             with conn.cursor().copy("COPY chunk (document_id, ordinal, text, heading, embedding, content_hash) "
                                     "FROM STDIN WITH (FORMAT BINARY)") as copy:
                 copy.set_types(["bigint", "integer", "text", "text", "vector", "text"])
