@@ -321,14 +321,20 @@ def write_drafts(conn: Connection, release_id: int, drafts: list[DocumentDraft],
 
 
 def sync_synonyms(conn: Connection) -> int:
-    """Make medrag_synonym (the full-text query's abbreviation expansions) equal to the repo's synonym table."""
-    pairs = [{"term": term.lower(), "expansion": expansion}
-             for term, expansions in load_synonyms().items() for expansion in expansions]
+    """Make medrag_synonym (the full-text query's abbreviation expansions) equal to the repo's table; rows changed."""
+    wanted = {(term.lower(), expansion) for term, expansions in load_synonyms().items() for expansion in expansions}
+    stored = {tuple(row) for row in conn.execute(text("SELECT term, expansion FROM medrag_synonym"))}
+    if wanted == stored:  # the usual case: a refresh rewrites nothing
+        return 0
     conn.execute(text("DELETE FROM medrag_synonym"))
-    if pairs:
-        conn.execute(text("INSERT INTO medrag_synonym (term, expansion) VALUES (:term, :expansion) "
-                          "ON CONFLICT DO NOTHING"), pairs)
-    return len(pairs)
+    conn.execute(text("INSERT INTO medrag_synonym (term, expansion) VALUES (:term, :expansion)"),
+                 [{"term": term, "expansion": expansion} for term, expansion in sorted(wanted)])
+    return len(wanted ^ stored)
+
+
+def refresh_term_counts(conn: Connection) -> int:
+    """Recount the current chunks' words for the full-text query (medrag_term, medrag_word); lexemes counted."""
+    return conn.execute(text("SELECT medrag_refresh_terms()")).scalar_one()
 
 
 def sync_current_documents(conn: Connection) -> int:
@@ -360,7 +366,9 @@ def build_documents(
             stats.chunks = write_drafts(conn, release.id, drafts, counter, release.is_current)
             for draft in drafts:
                 stats.documents[draft.source] = stats.documents.get(draft.source, 0) + 1
-        sync_current_documents(conn)
+        currency_changed = sync_current_documents(conn)
         sync_synonyms(conn)
+        if not stats.skipped or currency_changed:
+            refresh_term_counts(conn)
     stats.seconds = time.perf_counter() - started
     return stats

@@ -18,33 +18,37 @@ CREATE TABLE IF NOT EXISTS medrag_synonym (
     PRIMARY KEY (term, expansion)
 );
 
--- Does a document (with its release label) pass the filters? A one-expression SQL function, so it is inlined.
-CREATE OR REPLACE FUNCTION medrag_document_matches(d document, release_label text, filters jsonb)
+-- Does a document (with its release label) pass the filters? One expression over plain columns, without
+-- sub-selects, declared STABLE like the casts it uses, so the planner inlines it: otherwise it is a function call
+-- per candidate row (tens of ms on a thousand full-text matches).
+CREATE OR REPLACE FUNCTION medrag_document_matches(source text, key text, is_current boolean, effective_date date,
+                                                   termination_date date, metadata jsonb, release_label text,
+                                                   filters jsonb)
 RETURNS boolean
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
-    SELECT (NOT filters ? 'source' OR filters -> 'source' @> to_jsonb(d.source))
-       AND (NOT filters ? 'key' OR filters -> 'key' @> to_jsonb(d.key))
+    SELECT (NOT filters ? 'source' OR filters -> 'source' @> to_jsonb(source))
+       AND (NOT filters ? 'key' OR filters -> 'key' @> to_jsonb(key))
        AND CASE coalesce(filters ->> 'release', 'current')
-               WHEN 'current' THEN d.is_current
+               WHEN 'current' THEN is_current
                WHEN 'all' THEN true
                ELSE release_label = filters ->> 'release' END
        AND CASE WHEN filters ? 'as_of'
                -- A retired NCD's last version carries the retirement notice's date as its effective date (after
                -- its termination date): that date does not bound when the determination was in force.
-               THEN (d.effective_date IS NULL OR d.effective_date <= (filters ->> 'as_of')::date
-                     OR d.termination_date <= d.effective_date)
-                    AND (d.termination_date IS NULL OR d.termination_date > (filters ->> 'as_of')::date)
+               THEN (effective_date IS NULL OR effective_date <= (filters ->> 'as_of')::date
+                     OR termination_date <= effective_date)
+                    AND (termination_date IS NULL OR termination_date > (filters ->> 'as_of')::date)
                -- without a date, only the newest version of a determination
-               ELSE coalesce(d.metadata ->> 'is_current_version', 'true') = 'true' END
-       AND (NOT filters ? 'contractor' OR d.source NOT IN ('lcd', 'article')
-            OR d.metadata -> 'contractors' @> to_jsonb(filters ->> 'contractor')
-            OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(d.metadata -> 'contractor_names') AS name
-                       WHERE name ILIKE '%' || (filters ->> 'contractor') || '%'))
-       AND (NOT filters ? 'state' OR d.source NOT IN ('lcd', 'article')
-            OR d.metadata -> 'states' @> to_jsonb(upper(filters ->> 'state')))
-       AND (NOT filters ? 'manual' OR d.metadata ->> 'manual' = filters ->> 'manual')
-       AND (NOT filters ? 'chapter' OR d.metadata ->> 'chapter' = filters ->> 'chapter')
+               ELSE coalesce(metadata ->> 'is_current_version', 'true') = 'true' END
+       AND (NOT filters ? 'contractor' OR source NOT IN ('lcd', 'article')
+            OR metadata -> 'contractors' @> to_jsonb(filters ->> 'contractor')
+            -- the names array as text: a substring of one name is a substring of it
+            OR (metadata ->> 'contractor_names') ILIKE '%' || (filters ->> 'contractor') || '%')
+       AND (NOT filters ? 'state' OR source NOT IN ('lcd', 'article')
+            OR metadata -> 'states' @> to_jsonb(upper(filters ->> 'state')))
+       AND (NOT filters ? 'manual' OR metadata ->> 'manual' = filters ->> 'manual')
+       AND (NOT filters ? 'chapter' OR metadata ->> 'chapter' = filters ->> 'chapter')
 $$;
 
 -- Identifiers written in a query: HCPCS (E0601), ICD-10-CM (E11.621 or E11621), NCD sections (NCD 240.2),
@@ -68,32 +72,118 @@ AS $$
         FROM regexp_matches(upper(coalesce(query_text, '')), '\m(A5[0-9]{4})\M', 'g') AS m
 $$;
 
--- The full-text query: the user's words (websearch syntax) OR-ed, plus expansions of known abbreviations.
-CREATE OR REPLACE FUNCTION medrag_text_query(query_text text)
-RETURNS tsquery
-LANGUAGE sql STABLE PARALLEL SAFE
+-- Corpus statistics the full-text query uses, refilled by medrag_refresh_terms() after every refresh that changes
+-- documents: medrag_term holds each lexeme of the current chunks with the number of chunks holding it (to match
+-- on the rarer words only); medrag_word holds the plain words (not stop words, in two chunks or more) that a
+-- misspelt query word is corrected to.
+CREATE TABLE IF NOT EXISTS medrag_term (
+    lexeme text PRIMARY KEY,
+    ndoc integer NOT NULL
+);
+CREATE TABLE IF NOT EXISTS medrag_word (
+    word text PRIMARY KEY,
+    ndoc integer NOT NULL
+);
+CREATE INDEX IF NOT EXISTS medrag_word_trgm ON medrag_word USING gin (word gin_trgm_ops);
+
+CREATE OR REPLACE FUNCTION medrag_refresh_terms()
+RETURNS integer
+LANGUAGE plpgsql
 AS $$
-    WITH words AS (
-        -- websearch_to_tsquery ANDs every word; a natural question rarely has them all in one chunk, so the
-        -- words are OR-ed and ts_rank_cd rewards chunks that cover more of them.
-        SELECT CASE WHEN q::text = '' THEN q ELSE replace(q::text, ' & ', ' | ')::tsquery END AS tsq
-        FROM websearch_to_tsquery('english', coalesce(query_text, '')) AS q
+DECLARE
+    written integer;
+BEGIN
+    -- DELETE rather than TRUNCATE: searches running meanwhile keep reading the old rows instead of waiting.
+    DELETE FROM medrag_term;
+    INSERT INTO medrag_term (lexeme, ndoc)
+    SELECT word, ndoc FROM ts_stat(
+        'SELECT c.tsv FROM chunk c JOIN document d ON d.id = c.document_id WHERE d.is_current');
+    GET DIAGNOSTICS written = ROW_COUNT;
+    DELETE FROM medrag_word;
+    INSERT INTO medrag_word (word, ndoc)
+    SELECT word, ndoc FROM ts_stat(
+        'SELECT to_tsvector(''simple'', c.text) FROM chunk c JOIN document d ON d.id = c.document_id '
+        'WHERE d.is_current')
+    WHERE ndoc >= 2 AND word ~ '^[a-z]{4,}$' AND to_tsvector('english', word) <> ''::tsvector;
+    ANALYZE medrag_term;
+    ANALYZE medrag_word;
+    RETURN written;
+END
+$$;
+
+-- The full-text queries for a user's text. Websearch syntax ("quoted phrases", -word) is taken as written. Otherwise
+-- a natural question rarely has all its words in one chunk, so its words are OR-ed and ts_rank rewards the
+-- chunks that hold more of them (rank_query); a word the corpus does not hold also brings its nearest corpus word
+-- (misspellings: trigram similarity, close in length, common words preferred); and the rows ranked are only those
+-- holding the rarer words, up to match_budget chunks by the corpus counts (match_query), which bounds the work
+-- whatever the words. Known abbreviations add their expansions to both.
+CREATE OR REPLACE FUNCTION medrag_text_queries(query_text text, match_budget integer DEFAULT 1500)
+RETURNS TABLE (match_query tsquery, rank_query tsquery, misspelt boolean)
+LANGUAGE sql STABLE
+ROWS 1  -- one row always; the default guess of 1000 makes the planner hash whole tables
+SET pg_trgm.similarity_threshold = 0.4
+AS $$
+    WITH typed AS (
+        SELECT websearch_to_tsquery('english', coalesce(query_text, '')) AS tsq,
+               coalesce(query_text, '') ~ '"|(^|\s)-\w' AS explicit
+    ),
+    correction AS (
+        SELECT string_agg(nearest.word, ' ') AS words, count(*) > 0 AS misspelt
+        FROM regexp_split_to_table(lower(coalesce(query_text, '')), '[^a-z]+') AS typed_word
+        CROSS JOIN LATERAL (
+            SELECT w.word FROM medrag_word w
+            WHERE w.word % typed_word AND abs(length(w.word) - length(typed_word)) <= 2
+            ORDER BY similarity(w.word, typed_word) + 0.05 * log(w.ndoc) DESC, w.word
+            LIMIT 1
+        ) nearest
+        WHERE length(typed_word) >= 4 AND to_tsvector('english', typed_word) <> ''::tsvector
+          -- neither the word nor its lexeme is in the corpus (scalar sub-selects, not NOT EXISTS: the planner
+          -- would hash the whole vocabulary for a few words)
+          AND (SELECT count(*) FROM medrag_word known WHERE known.word = typed_word) = 0
+          AND (SELECT count(*) FROM medrag_term known
+               WHERE known.lexeme = (tsvector_to_array(to_tsvector('english', typed_word)))[1]) = 0
+          AND EXISTS (SELECT 1 FROM medrag_word)
+    ),
+    word AS (
+        SELECT w.lexeme, t.ndoc
+        FROM correction,
+             unnest(to_tsvector('english', coalesce(query_text, '') || ' ' || coalesce(correction.words, ''))) AS w
+        LEFT JOIN medrag_term t ON t.lexeme = w.lexeme
+    ),
+    by_rarity AS (
+        SELECT lexeme,
+               row_number() OVER (ORDER BY coalesce(ndoc, 0), lexeme) AS nth,
+               sum(coalesce(ndoc, 0)) OVER (ORDER BY coalesce(ndoc, 0), lexeme) AS running
+        FROM word
+    ),
+    bag AS (
+        -- array_to_tsvector(...)::text quotes a lexeme exactly as tsquery input wants it
+        SELECT string_agg(array_to_tsvector(ARRAY[lexeme])::text, ' | ' ORDER BY nth)::tsquery AS all_words,
+               string_agg(array_to_tsvector(ARRAY[lexeme])::text, ' | ' ORDER BY nth)
+                   FILTER (WHERE nth = 1 OR running <= match_budget)::tsquery AS rare_words
+        FROM by_rarity
     ),
     expansions AS (
-        SELECT string_agg('(' || plainto_tsquery('english', s.expansion)::text || ')', ' | ') AS tsq_text
+        SELECT string_agg('(' || plainto_tsquery('english', s.expansion)::text || ')', ' | ')::tsquery AS tsq
         FROM medrag_synonym s
         WHERE ' ' || regexp_replace(lower(coalesce(query_text, '')), '[^a-z0-9]+', ' ', 'g') || ' '
               LIKE '% ' || lower(s.term) || ' %'
           AND plainto_tsquery('english', s.expansion)::text <> ''
     )
-    SELECT CASE WHEN expansions.tsq_text IS NULL THEN words.tsq
-                ELSE words.tsq || expansions.tsq_text::tsquery END
-    FROM words, expansions
+    SELECT coalesce(chosen.match_query || expansions.tsq, chosen.match_query, expansions.tsq, typed.tsq),
+           coalesce(chosen.rank_query || expansions.tsq, chosen.rank_query, expansions.tsq, typed.tsq),
+           correction.misspelt
+    FROM typed, expansions, correction, LATERAL (
+        SELECT CASE WHEN typed.explicit THEN typed.tsq ELSE bag.rare_words END AS match_query,
+               CASE WHEN typed.explicit THEN typed.tsq ELSE bag.all_words END AS rank_query
+        FROM bag
+    ) chosen
 $$;
 
--- Hybrid search in one statement: HNSW cosine neighbours, full text (ts_rank_cd), trigram title similarity for
--- misspellings and exact identifiers, fused by reciprocal rank fusion; exact identifiers rank first; at most two
--- chunks per document. query_embedding may be NULL (full text only).
+-- Hybrid search in one statement: HNSW cosine neighbours, full text (ts_rank over log length: ts_rank_cd ranked
+-- worse on the dev questions and costs several times more per row), trigram title similarity (when
+-- a word is misspelt) and exact identifiers, fused by reciprocal rank fusion; exact identifiers rank first;
+-- at most two chunks per document. query_embedding may be NULL (full text only).
 CREATE OR REPLACE FUNCTION medrag_search(query_embedding vector, query_text text, k integer DEFAULT 10,
                                          filters jsonb DEFAULT '{}'::jsonb)
 RETURNS TABLE (rank integer, score double precision, chunk_id bigint, document_id bigint, source text, key text,
@@ -105,17 +195,23 @@ SET hnsw.ef_search = 100
 AS $$
     WITH settings AS (
         SELECT greatest(coalesce(k, 10), 1) AS k, greatest(coalesce(k, 10), 1) * 5 + 20 AS pool,
-               medrag_text_query(query_text) AS tsq, coalesce(filters, '{}'::jsonb) AS f
+               q.match_query, q.rank_query, q.misspelt, coalesce(filters, '{}'::jsonb) AS f
+        FROM medrag_text_queries(query_text) q
+    ),
+    candidate AS NOT MATERIALIZED (
+        -- documents with their release label, in the shape the filter function takes
+        SELECT d.id, d.source, d.key, d.title, d.is_current, d.effective_date, d.termination_date, d.metadata,
+               rel.label
+        FROM document d JOIN release rel ON rel.id = d.release_id
     ),
     vector_leg AS (
         SELECT hit.id, row_number() OVER (ORDER BY hit.distance, hit.id) AS r
         FROM (
             SELECT c.id, c.embedding <=> query_embedding AS distance
-            FROM chunk c
-            JOIN document d ON d.id = c.document_id
-            JOIN release rel ON rel.id = d.release_id, settings
+            FROM chunk c JOIN candidate d ON d.id = c.document_id, settings s
             WHERE query_embedding IS NOT NULL AND c.embedding IS NOT NULL
-              AND medrag_document_matches(d, rel.label, settings.f)
+              AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date,
+                                          d.metadata, d.label, s.f)
             ORDER BY c.embedding <=> query_embedding
             LIMIT (SELECT pool FROM settings)
         ) hit
@@ -123,23 +219,29 @@ AS $$
     text_leg AS (
         SELECT hit.id, row_number() OVER (ORDER BY hit.rank DESC, hit.id) AS r
         FROM (
-            SELECT c.id, ts_rank_cd(c.tsv, settings.tsq) AS rank
-            FROM chunk c
-            JOIN document d ON d.id = c.document_id
-            JOIN release rel ON rel.id = d.release_id, settings
-            WHERE c.tsv @@ settings.tsq AND medrag_document_matches(d, rel.label, settings.f)
+            SELECT matching.id, ts_rank(matching.tsv, s.rank_query, 1) AS rank
+            FROM (
+                -- ranking costs per row: a query whose rarest word is common ranks the first 4000 matches only
+                SELECT c.id, c.tsv
+                FROM chunk c JOIN candidate d ON d.id = c.document_id, settings s
+                WHERE c.tsv @@ s.match_query
+                  AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date,
+                                              d.metadata, d.label, s.f)
+                LIMIT 4000
+            ) matching, settings s
             ORDER BY rank DESC
             LIMIT (SELECT pool FROM settings)
         ) hit
     ),
     trigram_leg AS (
+        -- Only when a query word is not in the corpus: a long question's many trigrams make this index scan slow.
         SELECT hit.id, row_number() OVER (ORDER BY hit.similarity DESC, hit.id) AS r
         FROM (
             SELECT c.id, word_similarity(lower(query_text), lower(d.title)) AS similarity
-            FROM document d
-            JOIN release rel ON rel.id = d.release_id
-            JOIN chunk c ON c.document_id = d.id AND c.ordinal = 0, settings
-            WHERE lower(query_text) <% lower(d.title) AND medrag_document_matches(d, rel.label, settings.f)
+            FROM candidate d JOIN chunk c ON c.document_id = d.id AND c.ordinal = 0, settings s
+            WHERE s.misspelt AND lower(query_text) <% lower(d.title)
+              AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date,
+                                          d.metadata, d.label, s.f)
             ORDER BY similarity DESC
             LIMIT (SELECT pool FROM settings)
         ) hit
@@ -147,10 +249,10 @@ AS $$
     exact_leg AS (
         SELECT c.id, row_number() OVER (ORDER BY d.source, d.key, c.ordinal) AS r
         FROM medrag_query_identifiers(query_text) ident
-        JOIN document d ON d.source = ident.source AND d.key = ident.key
-        JOIN release rel ON rel.id = d.release_id
-        JOIN chunk c ON c.document_id = d.id, settings
-        WHERE medrag_document_matches(d, rel.label, settings.f)
+        JOIN candidate d ON d.source = ident.source AND d.key = ident.key
+        JOIN chunk c ON c.document_id = d.id, settings s
+        WHERE medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date,
+                                      d.metadata, d.label, s.f)
     ),
     legs AS (
         SELECT id, r, 'vector' AS leg, 1.0 AS weight FROM vector_leg

@@ -209,7 +209,8 @@ def test_second_run_embeds_nothing_and_writes_nothing(first_run, engine, sliced_
         with engine.connect() as conn:
             return {
                 table: tuple(conn.execute(text(f"SELECT count(*), sum(xmin::text::bigint) FROM {table}")).one())
-                for table in ("release", "raw_file", "hcpcs_code", "ncd", "mcd_lcd_x_contractor", "document", "chunk")
+                for table in ("release", "raw_file", "hcpcs_code", "ncd", "mcd_lcd_x_contractor", "document", "chunk",
+                              "medrag_synonym", "medrag_term", "medrag_word")
             }
 
     before, seen = snapshot(), len(sliced_mirror.requests)

@@ -53,6 +53,55 @@ def test_misspelling_falls_back_on_trigram(indexed_engine) -> None:
     assert any("trigram" in hit.matched for hit in result.hits)
 
 
+def text_queries(engine, query: str):
+    with engine.connect() as conn:
+        return conn.execute(text("SELECT match_query::text AS match, rank_query::text AS rank, misspelt "
+                                 "FROM medrag_text_queries(:q)"), {"q": query}).one()
+
+
+def test_misspelt_words_bring_their_nearest_corpus_word(indexed_engine) -> None:
+    queries = text_queries(indexed_engine, "pnuemonia unspecifed organism")
+    assert queries.misspelt
+    assert "'pneumonia'" in queries.rank and "'unspecifi'" in queries.rank
+    # a word the corpus holds (or whose stem it holds) is left alone
+    correct = text_queries(indexed_engine, "pneumonia of the lung")
+    assert not correct.misspelt and correct.rank.count("'") == 4
+
+
+def test_full_text_matches_on_the_rarer_words_only(indexed_engine) -> None:
+    queries = text_queries(indexed_engine, "When does Medicare pay for supplemental oxygen at home?")
+    with indexed_engine.connect() as conn:
+        counts = dict(conn.execute(text("SELECT lexeme, ndoc FROM medrag_term WHERE lexeme = ANY(:words)"),
+                                   {"words": ["medicar", "pay", "supplement", "oxygen", "home"]}).all())
+    matched = [word for word in counts if f"'{word}'" in queries.match]
+    assert "oxygen" in matched and "medicar" not in matched and "'medicar'" in queries.rank
+    # the words matched are the rarest ones whose chunks add up to the budget (1500); Medicare's would pass it
+    assert sum(counts[word] for word in matched) <= 1500 < sum(counts[word] for word in matched) + counts["medicar"]
+    assert all(counts[word] <= counts["medicar"] for word in matched)
+    # quoted phrases and -word are websearch syntax, taken as written
+    assert text_queries(indexed_engine, '"home oxygen" -cluster').match == "'home' <-> 'oxygen' & !'cluster'"
+
+
+def test_filters_are_inlined_into_the_search_plan(indexed_engine) -> None:
+    """A filter function the planner cannot inline runs once per candidate row: ten times slower on full text."""
+    with indexed_engine.connect() as conn:
+        conn.exec_driver_sql("LOAD 'auto_explain'")
+        conn.exec_driver_sql("SET auto_explain.log_min_duration = 0")
+        conn.exec_driver_sql("SET auto_explain.log_nested_statements = on")
+        conn.exec_driver_sql("SET auto_explain.log_level = notice")
+        conn.exec_driver_sql("SET auto_explain.log_format = json")
+        cursor = conn.connection.driver_connection.cursor()
+        notices: list[str] = []
+        conn.connection.driver_connection.add_notice_handler(lambda diag: notices.append(diag.message_primary))
+        cursor.execute("SELECT count(*) FROM medrag_search_text('oxygen concentrator at home', 10, "
+                       "'{\"source\": [\"ncd\", \"lcd\"]}')")
+        assert cursor.fetchone()[0] > 0
+    # each notice is "duration: ... plan:" then JSON with the statement's text and its plan: keep the plans only
+    plans = "\n".join(json.dumps(json.loads(notice[notice.index("{"):])["Plan"]) for notice in notices)
+    assert "ts_rank" in plans and "chunk_tsv_gin" in plans  # the search statement's own plan was logged
+    assert "medrag_document_matches" not in plans
+
+
 def test_each_filter_restricts_the_hits(indexed_engine, embedder) -> None:
     only_ncd = search(indexed_engine, "oxygen", k=10, filters=SearchFilters(sources=("ncd",)), embedder=embedder)
     assert only_ncd.hits and {hit.source for hit in only_ncd.hits} == {"ncd"}

@@ -47,14 +47,15 @@ def filters_from_json(raw: dict) -> SearchFilters:
               default=Path("eval/retrieval_dev.jsonl"), show_default=True)
 @click.option("-k", "ks", default=",".join(map(str, DEFAULT_KS)), show_default=True, help="Cut-offs, e.g. 1,3,5,10.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full report (per question too) as JSON.")
-def eval_retrieval(questions_file: Path, ks: str, as_json: bool) -> None:
+@click.option("--text-only", is_flag=True, help="No query vector: what medrag_search_text ranks.")
+def eval_retrieval(questions_file: Path, ks: str, as_json: bool, text_only: bool) -> None:
     """hit@k, MRR, nDCG@k (graded), recall@k and latency p50/p95, overall, per category and per source."""
     from medrag.cli.retrieval import query_embedder
 
     cutoffs = parse_ks(ks)
     questions = load_questions(questions_file)
     engine = get_engine()
-    embedder = query_embedder()
+    embedder = None if text_only else query_embedder()
     search(engine, "warm up", k=1, embedder=embedder)  # first call pays connection + ONNX session start
 
     def retrieve(question: Question, k: int) -> tuple[list[tuple[str, str]], float]:
