@@ -94,6 +94,8 @@ def measure(url: str, scratch: Path, cms_dir: Path, sources: list[str]) -> dict[
         "second_refresh_embedded": second["embed"]["embedded"],
         "second_over_first": round(second_seconds / first_seconds, 4),
         "peak_rss_mb": round(peak_mb),
+        # other work on the machine skews the stage/bare ratio: the load average says how quiet it was
+        "load_average_1m_at_end": round(os.getloadavg()[0], 2),
     }
 
 

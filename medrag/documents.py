@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -13,12 +14,14 @@ from typing import Any
 from sqlalchemy import Connection, Engine, text
 
 from medrag.chunking import Section, TokenCounter, chunk_sections, default_token_counter
+from medrag.codes.synonyms import clinical_synonym_entries
 from medrag.enrichment import hcpcs_category, hcpcs_document_text, icd10cm_document_text, load_synonyms
 from medrag.loading import copy_rows
 
 NCD_URL = "https://www.cms.gov/medicare-coverage-database/view/ncd.aspx?NCDId={ncd_id}&ncdver={version}"
 LCD_URL = "https://www.cms.gov/medicare-coverage-database/view/lcd.aspx?LCDId={lcd_id}"
 ARTICLE_URL = "https://www.cms.gov/medicare-coverage-database/view/article.aspx?articleId={article_id}"
+_NON_WORD = re.compile(r"[^a-z0-9]+")
 
 # NCD narrative columns and the heading each becomes ("NCD 240.2 Home Use of Oxygen > Indications and Limitations").
 NCD_SECTIONS = (
@@ -320,9 +323,17 @@ def write_drafts(conn: Connection, release_id: int, drafts: list[DocumentDraft],
     return copy_rows(conn, "chunk", CHUNK_COLUMNS, chunks)
 
 
+def search_synonyms() -> set[tuple[str, str]]:
+    """(term, expansion) pairs the full-text query adds: code-text abbreviations and clinical/lay/brand terms."""
+    pairs = {(term, expansion) for term, expansions in load_synonyms().items() for expansion in expansions}
+    pairs |= {(entry.term, expansion) for entry in clinical_synonym_entries() for expansion in entry.expansions}
+    # terms as medrag_text_queries sees the query: lower case, runs of anything but letters and digits one space
+    return {(" ".join(_NON_WORD.split(term.lower())).strip(), expansion) for term, expansion in pairs}
+
+
 def sync_synonyms(conn: Connection) -> int:
-    """Make medrag_synonym (the full-text query's abbreviation expansions) equal to the repo's table; rows changed."""
-    wanted = {(term.lower(), expansion) for term, expansions in load_synonyms().items() for expansion in expansions}
+    """Make medrag_synonym (the full-text query's expansions) equal to the repo's tables; rows changed."""
+    wanted = search_synonyms()
     stored = {tuple(row) for row in conn.execute(text("SELECT term, expansion FROM medrag_synonym"))}
     if wanted == stored:  # the usual case: a refresh rewrites nothing
         return 0

@@ -68,6 +68,13 @@ def test_misspelt_words_bring_their_nearest_corpus_word(indexed_engine) -> None:
     assert not correct.misspelt and correct.rank.count("'") == 4
 
 
+def test_lay_terms_and_abbreviations_add_their_clinical_wording(indexed_engine) -> None:
+    assert "'myocardi' & 'infarct'" in text_queries(indexed_engine, "code for a heart attack").rank
+    assert "'atrial' & 'fibril'" in text_queries(indexed_engine, "A-fib with RVR").rank  # "a-fib" as typed
+    assert "'continu' & 'posit' & 'airway' & 'pressur'" in text_queries(indexed_engine, "CPAP supplies").match
+    assert "infarct" not in text_queries(indexed_engine, "heart failure").rank
+
+
 def test_full_text_matches_on_the_rarer_words_only(indexed_engine) -> None:
     queries = text_queries(indexed_engine, "When does Medicare pay for supplemental oxygen at home?")
     with indexed_engine.connect() as conn:
