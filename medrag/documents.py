@@ -368,7 +368,9 @@ def build_documents(
                  "AND status IN ('loaded', 'partial')"), {"s": source, "l": label},
         ).one()
         existing = conn.execute(text("SELECT count(*) FROM document WHERE release_id = :r"), {"r": release.id})
-        if existing.scalar() and not force:
+        existing = existing.scalar()
+        documents_changed = False
+        if existing and not force:
             stats.skipped = True
         else:
             conn.execute(text("DELETE FROM document WHERE release_id = :r"), {"r": release.id})
@@ -377,9 +379,11 @@ def build_documents(
             stats.chunks = write_drafts(conn, release.id, drafts, counter, release.is_current)
             for draft in drafts:
                 stats.documents[draft.source] = stats.documents.get(draft.source, 0) + 1
+            # a release without documents (an IOM release whose PDFs hold no sections) is rebuilt every time
+            documents_changed = bool(existing or drafts)
         currency_changed = sync_current_documents(conn)
         sync_synonyms(conn)
-        if not stats.skipped or currency_changed:
+        if documents_changed or currency_changed:
             refresh_term_counts(conn)
     stats.seconds = time.perf_counter() - started
     return stats

@@ -117,7 +117,7 @@ $$;
 -- (misspellings: trigram similarity, close in length, common words preferred); and the rows ranked are only those
 -- holding the rarer words, up to match_budget chunks by the corpus counts (match_query), which bounds the work
 -- whatever the words. Known abbreviations add their expansions to both.
-CREATE OR REPLACE FUNCTION medrag_text_queries(query_text text, match_budget integer DEFAULT 1500)
+CREATE OR REPLACE FUNCTION medrag_text_queries(query_text text, match_budget integer DEFAULT 800)
 RETURNS TABLE (match_query tsquery, rank_query tsquery, misspelt boolean)
 LANGUAGE sql STABLE
 ROWS 1  -- one row always; the default guess of 1000 makes the planner hash whole tables
@@ -150,40 +150,66 @@ AS $$
              unnest(to_tsvector('english', coalesce(query_text, '') || ' ' || coalesce(correction.words, ''))) AS w
         LEFT JOIN medrag_term t ON t.lexeme = w.lexeme
     ),
-    by_rarity AS (
-        SELECT lexeme,
-               row_number() OVER (ORDER BY coalesce(ndoc, 0), lexeme) AS nth,
-               sum(coalesce(ndoc, 0)) OVER (ORDER BY coalesce(ndoc, 0), lexeme) AS running
-        FROM word
-    ),
-    bag AS (
-        -- array_to_tsvector(...)::text quotes a lexeme exactly as tsquery input wants it
-        SELECT string_agg(array_to_tsvector(ARRAY[lexeme])::text, ' | ' ORDER BY nth)::tsquery AS all_words,
-               string_agg(array_to_tsvector(ARRAY[lexeme])::text, ' | ' ORDER BY nth)
-                   FILTER (WHERE nth = 1 OR running <= match_budget)::tsquery AS rare_words
-        FROM by_rarity
-    ),
-    expansions AS (
-        SELECT string_agg('(' || plainto_tsquery('english', s.expansion)::text || ')', ' | ')::tsquery AS tsq
+    expansion AS (
+        -- an expansion is AND-ed: it matches at most as many chunks as its rarest word
+        SELECT plainto_tsquery('english', s.expansion) AS tsq,
+               (SELECT min(coalesce(t.ndoc, 0))
+                FROM unnest(tsvector_to_array(to_tsvector('english', s.expansion))) AS part(lexeme)
+                LEFT JOIN medrag_term t ON t.lexeme = part.lexeme) AS ndoc
         FROM medrag_synonym s
         WHERE ' ' || regexp_replace(lower(coalesce(query_text, '')), '[^a-z0-9]+', ' ', 'g') || ' '
-              LIKE '% ' || lower(s.term) || ' %'
+              LIKE '% ' || s.term || ' %'
           AND plainto_tsquery('english', s.expansion)::text <> ''
+    ),
+    unit AS (
+        -- array_to_tsvector(...)::text quotes a lexeme exactly as tsquery input wants it
+        SELECT array_to_tsvector(ARRAY[lexeme])::text AS tsq, coalesce(ndoc, 0) AS ndoc, false AS expanded
+        FROM word
+        UNION
+        SELECT '(' || tsq::text || ')', coalesce(ndoc, 0), true FROM expansion
+    ),
+    by_rarity AS (
+        SELECT tsq, expanded, row_number() OVER (ORDER BY ndoc, tsq) AS nth,
+               sum(ndoc) OVER (ORDER BY ndoc, tsq) AS running
+        FROM unit
+    ),
+    bag AS (
+        SELECT string_agg(tsq, ' | ' ORDER BY nth)::tsquery AS all_units,
+               string_agg(tsq, ' | ' ORDER BY nth) FILTER (WHERE nth = 1 OR running <= match_budget)::tsquery
+                   AS rare_units,
+               string_agg(tsq, ' | ' ORDER BY nth) FILTER (WHERE expanded)::tsquery AS expansions
+        FROM by_rarity
     )
-    SELECT coalesce(chosen.match_query || expansions.tsq, chosen.match_query, expansions.tsq, typed.tsq),
-           coalesce(chosen.rank_query || expansions.tsq, chosen.rank_query, expansions.tsq, typed.tsq),
+    SELECT coalesce(CASE WHEN typed.explicit THEN typed.tsq || bag.expansions ELSE bag.rare_units END,
+                    typed.tsq),
+           coalesce(CASE WHEN typed.explicit THEN typed.tsq || bag.expansions ELSE bag.all_units END,
+                    typed.tsq),
            correction.misspelt
-    FROM typed, expansions, correction, LATERAL (
-        SELECT CASE WHEN typed.explicit THEN typed.tsq ELSE bag.rare_words END AS match_query,
-               CASE WHEN typed.explicit THEN typed.tsq ELSE bag.all_words END AS rank_query
-        FROM bag
-    ) chosen
+    FROM typed, bag, correction
+$$;
+
+-- What a query asks for: 'code' (it says code, HCPCS or billing), 'policy' (coverage, payment, eligibility,
+-- criteria, a determination) or NULL (neither: the stronger results lead).
+CREATE OR REPLACE FUNCTION medrag_query_intent(query_text text)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    SELECT CASE
+        WHEN words @@ to_tsquery('english', 'code | codes | hcpcs | billing') THEN 'code'
+        WHEN words @@ to_tsquery('english', 'cover | coverage | covered | pay | paid | payment | eligible | '
+                                            'eligibility | qualify | criteria | requirement | policy | ncd | lcd | '
+                                            'determination | benefit') THEN 'policy'
+    END
+    FROM to_tsvector('english', coalesce(query_text, '')) AS words
 $$;
 
 -- Hybrid search in one statement: HNSW cosine neighbours, full text (ts_rank over log length: ts_rank_cd ranked
--- worse on the dev questions and costs several times more per row), trigram title similarity (when
--- a word is misspelt) and exact identifiers, fused by reciprocal rank fusion; exact identifiers rank first;
--- at most two chunks per document. query_embedding may be NULL (full text only).
+-- worse on the dev questions and costs several times more per row), trigram title similarity (when a word is
+-- misspelt) and exact identifiers, fused by reciprocal rank fusion. Code documents (HCPCS, ICD-10-CM: 47k of the
+-- corpus's 57k chunks, short and word-dense) would crowd determinations and manuals out of every list, so each leg
+-- ranks the two groups apart and the result interleaves them, the group the query asks for (medrag_query_intent)
+-- or else the stronger one leading. Exact identifiers rank first; at most two chunks per document; score is the
+-- fused RRF score (+1 for an exact identifier). query_embedding may be NULL (full text only).
 CREATE OR REPLACE FUNCTION medrag_search(query_embedding vector, query_text text, k integer DEFAULT 10,
                                          filters jsonb DEFAULT '{}'::jsonb)
 RETURNS TABLE (rank integer, score double precision, chunk_id bigint, document_id bigint, source text, key text,
@@ -195,51 +221,57 @@ SET hnsw.ef_search = 100
 AS $$
     WITH settings AS (
         SELECT greatest(coalesce(k, 10), 1) AS k, greatest(coalesce(k, 10), 1) * 5 + 20 AS pool,
-               q.match_query, q.rank_query, q.misspelt, coalesce(filters, '{}'::jsonb) AS f
+               q.match_query, q.rank_query, q.misspelt, medrag_query_intent(query_text) AS intent,
+               coalesce(filters, '{}'::jsonb) AS f
         FROM medrag_text_queries(query_text) q
     ),
     candidate AS NOT MATERIALIZED (
-        -- documents with their release label, in the shape the filter function takes
+        -- documents with their release label and group, in the shape the filter function takes
         SELECT d.id, d.source, d.key, d.title, d.is_current, d.effective_date, d.termination_date, d.metadata,
-               rel.label
+               rel.label, CASE WHEN d.source IN ('hcpcs', 'icd10cm') THEN 'code' ELSE 'policy' END AS grp
         FROM document d JOIN release rel ON rel.id = d.release_id
     ),
     vector_leg AS (
-        SELECT hit.id, row_number() OVER (ORDER BY hit.distance, hit.id) AS r
-        FROM (
-            SELECT c.id, c.embedding <=> query_embedding AS distance
-            FROM chunk c JOIN candidate d ON d.id = c.document_id, settings s
-            WHERE query_embedding IS NOT NULL AND c.embedding IS NOT NULL
-              AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date,
-                                          d.metadata, d.label, s.f)
-            ORDER BY c.embedding <=> query_embedding
-            LIMIT (SELECT pool FROM settings)
+        SELECT hit.id, hit.grp, hit.r FROM (
+            SELECT near.id, near.grp, row_number() OVER (PARTITION BY near.grp ORDER BY near.distance, near.id) AS r
+            FROM (
+                SELECT c.id, d.grp, c.embedding <=> query_embedding AS distance
+                FROM chunk c JOIN candidate d ON d.id = c.document_id, settings s
+                WHERE query_embedding IS NOT NULL AND c.embedding IS NOT NULL
+                  AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date,
+                                              d.metadata, d.label, s.f)
+                ORDER BY c.embedding <=> query_embedding
+                LIMIT (SELECT pool * 4 FROM settings)
+            ) near
         ) hit
+        WHERE hit.r <= (SELECT pool FROM settings)
     ),
     text_leg AS (
-        SELECT hit.id, row_number() OVER (ORDER BY hit.rank DESC, hit.id) AS r
+        SELECT hit.id, hit.grp, hit.r
         FROM (
-            SELECT matching.id, ts_rank(matching.tsv, s.rank_query, 1) AS rank
+            SELECT matching.id, matching.grp,
+                   row_number() OVER (PARTITION BY matching.grp
+                                      ORDER BY ts_rank(matching.tsv, s.rank_query, 1) DESC, matching.id) AS r
             FROM (
-                -- ranking costs per row: a query whose rarest word is common ranks the first 4000 matches only
-                SELECT c.id, c.tsv
+                -- ranking costs per row: a query whose rarest word is common ranks the first 2000 matches only
+                SELECT c.id, c.tsv, d.grp
                 FROM chunk c JOIN candidate d ON d.id = c.document_id, settings s
                 WHERE c.tsv @@ s.match_query
                   AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date,
                                               d.metadata, d.label, s.f)
-                LIMIT 4000
+                LIMIT 2000
             ) matching, settings s
-            ORDER BY rank DESC
-            LIMIT (SELECT pool FROM settings)
         ) hit
+        WHERE hit.r <= (SELECT pool FROM settings)
     ),
     trigram_leg AS (
-        -- Only when a query word is not in the corpus: a long question's many trigrams make this index scan slow.
-        SELECT hit.id, row_number() OVER (ORDER BY hit.similarity DESC, hit.id) AS r
+        -- Only for a short query with a word the corpus lacks: a long question's many trigrams make this index
+        -- scan the slowest part of the statement (20+ ms).
+        SELECT hit.id, hit.grp, row_number() OVER (PARTITION BY hit.grp ORDER BY hit.similarity DESC, hit.id) AS r
         FROM (
-            SELECT c.id, word_similarity(lower(query_text), lower(d.title)) AS similarity
+            SELECT c.id, d.grp, word_similarity(lower(query_text), lower(d.title)) AS similarity
             FROM candidate d JOIN chunk c ON c.document_id = d.id AND c.ordinal = 0, settings s
-            WHERE s.misspelt AND lower(query_text) <% lower(d.title)
+            WHERE s.misspelt AND length(query_text) <= 60 AND lower(query_text) <% lower(d.title)
               AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date,
                                           d.metadata, d.label, s.f)
             ORDER BY similarity DESC
@@ -247,7 +279,7 @@ AS $$
         ) hit
     ),
     exact_leg AS (
-        SELECT c.id, row_number() OVER (ORDER BY d.source, d.key, c.ordinal) AS r
+        SELECT c.id, d.grp, row_number() OVER (ORDER BY d.source, d.key, c.ordinal) AS r
         FROM medrag_query_identifiers(query_text) ident
         JOIN candidate d ON d.source = ident.source AND d.key = ident.key
         JOIN chunk c ON c.document_id = d.id, settings s
@@ -255,29 +287,40 @@ AS $$
                                       d.metadata, d.label, s.f)
     ),
     legs AS (
-        SELECT id, r, 'vector' AS leg, 1.0 AS weight FROM vector_leg
-        UNION ALL SELECT id, r, 'text', 1.0 FROM text_leg
-        UNION ALL SELECT id, r, 'trigram', 1.0 FROM trigram_leg
-        UNION ALL SELECT id, r, 'exact', 1.0 FROM exact_leg
+        SELECT id, grp, r, 'vector' AS leg, 1.0 AS weight FROM vector_leg
+        UNION ALL SELECT id, grp, r, 'text', 1.0 FROM text_leg
+        UNION ALL SELECT id, grp, r, 'trigram', 1.0 FROM trigram_leg
+        UNION ALL SELECT id, grp, r, 'exact', 1.0 FROM exact_leg
     ),
     fused AS (
-        SELECT id, sum(weight / (60 + r)) AS rrf, bool_or(leg = 'exact') AS exact,
+        SELECT id, grp, sum(weight / (60 + r)) AS rrf, bool_or(leg = 'exact') AS exact,
                string_agg(leg, '+' ORDER BY leg) AS matched
-        FROM legs GROUP BY id
+        FROM legs GROUP BY id, grp
     ),
     per_document AS (
         SELECT f.*, c.document_id,
                row_number() OVER (PARTITION BY c.document_id ORDER BY f.exact DESC, f.rrf DESC, f.id) AS nth
         FROM fused f JOIN chunk c ON c.id = f.id
+    ),
+    in_group AS (
+        SELECT p.*, row_number() OVER (PARTITION BY p.grp ORDER BY p.exact DESC, p.rrf DESC, p.id) AS group_rank
+        FROM per_document p
+        WHERE p.nth <= 2
+    ),
+    leader AS (
+        SELECT coalesce((SELECT intent FROM settings),
+                        (SELECT grp FROM in_group ORDER BY exact DESC, rrf DESC, id LIMIT 1)) AS grp
     )
-    SELECT (row_number() OVER (ORDER BY p.exact DESC, p.rrf DESC, p.id))::integer AS rank,
-           (p.rrf + CASE WHEN p.exact THEN 1 ELSE 0 END)::double precision AS score,
-           c.id, d.id, d.source, d.key, d.title, c.heading, c.text, rel.label, d.url, p.matched
-    FROM per_document p
-    JOIN chunk c ON c.id = p.id
+    SELECT (row_number() OVER (ORDER BY g.exact DESC,
+                                        g.group_rank + CASE WHEN g.grp = leader.grp THEN 0 ELSE 0.5 END,
+                                        g.id))::integer AS rank,
+           (g.rrf + CASE WHEN g.exact THEN 1 ELSE 0 END)::double precision AS score,
+           c.id, d.id, d.source, d.key, d.title, c.heading, c.text, rel.label, d.url, g.matched
+    FROM in_group g
+    CROSS JOIN leader
+    JOIN chunk c ON c.id = g.id
     JOIN document d ON d.id = c.document_id
     JOIN release rel ON rel.id = d.release_id
-    WHERE p.nth <= 2
     ORDER BY rank
     LIMIT (SELECT k FROM settings)
 $$;

@@ -39,11 +39,13 @@ def downgrade() -> None:
     # Functions of this revision and of later ones that re-run sql/search.sql (their downgrades leave them here).
     for function in ("medrag_search_text(text, integer, jsonb)", "medrag_search(vector, text, integer, jsonb)",
                      "medrag_text_query(text)", "medrag_text_queries(text, integer)", "medrag_refresh_terms()",
+                     "medrag_query_intent(text)",
                      "medrag_query_identifiers(text)", "medrag_document_matches(document, text, jsonb)",
                      "medrag_document_matches(text, text, boolean, date, date, jsonb, text, jsonb)"):
         op.execute(f"DROP FUNCTION IF EXISTS {function}")
     op.execute("DROP TABLE IF EXISTS medrag_synonym")
     op.execute("DROP TABLE IF EXISTS medrag_term")
+    op.execute("DROP TABLE IF EXISTS medrag_word")
     for view in VIEWS:
         op.execute(f"DROP VIEW IF EXISTS {view}")
     op.execute("DROP INDEX IF EXISTS document_title_trgm")
