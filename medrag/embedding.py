@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -143,13 +144,20 @@ class EmbedStats:
     reused: int
     embedded: int
     seconds_encode: float
-    seconds_write: float
+    seconds_write: float  # overlaps the encoding: the stage's time is less than the two added up
     chunks_per_second: float
 
 
 def _reuse_embedded(conn: psycopg.Connection[Any]) -> int:
     with conn.transaction():
         return conn.execute(_REUSE_BY_CONTENT_HASH).rowcount
+
+
+def _timed_write(conn: psycopg.Connection[Any], hashes: list[str], vectors: np.ndarray, seconds: list[float]) -> int:
+    started = time.perf_counter()
+    written = _write_batch(conn, hashes, vectors)
+    seconds.append(time.perf_counter() - started)
+    return written
 
 
 def _write_batch(conn: psycopg.Connection[Any], hashes: list[str], vectors: np.ndarray) -> int:
@@ -173,21 +181,29 @@ def embed_pending(
     """Give every chunk without a vector one: reuse by content_hash first, then encode each new text once."""
     from pgvector.psycopg import register_vector
 
-    # A private connection: registering pgvector's binary adapters on a pooled one would change what every later
-    # user of that pooled connection gets back for vector columns.
+    # Private connections: registering pgvector's binary adapters on a pooled one would change what every later
+    # user of that pooled connection gets back for vector columns. Two of them: batch N's vectors are written (and
+    # indexed into HNSW, in the server's own process) on `writer` while batch N+1 is encoded here, so the stage
+    # runs close to the model's bare rate instead of adding the writes on top.
     url = libpq_url(engine.url.render_as_string(hide_password=False))
-    seconds_encode = seconds_write = 0.0
+    seconds_encode = 0.0
+    write_seconds: list[float] = []
     embedded = done_texts = 0
-    with psycopg.connect(url, autocommit=True) as conn:
+    started_stage = time.perf_counter()
+    with (psycopg.connect(url, autocommit=True) as conn, psycopg.connect(url, autocommit=True) as writer,
+          ThreadPoolExecutor(max_workers=1, thread_name_prefix="medrag-embed-write") as background):
         try:
             register_vector(conn)
+            register_vector(writer)
         except psycopg.ProgrammingError as error:
             raise EmbeddingError(f"the database has no pgvector type ({error}); run `medrag db migrate`") from error
         reused = _reuse_embedded(conn)
         total_texts = conn.execute(_COUNT_PENDING_TEXTS, {"sources": sources}).fetchone()[0]
         if total_texts:
-            embedder.load()  # outside the timed encode, so chunks_per_second measures embedding alone
+            embedder.load()  # outside the timed stage, so chunks_per_second measures embedding alone
+            started_stage = time.perf_counter()
         after_hash = ""
+        writing: Future[int] | None = None
         while rows := conn.execute(
             _SELECT_PENDING_TEXTS, {"after": after_hash, "limit": batch_size, "sources": sources}
         ).fetchall():
@@ -195,16 +211,19 @@ def embed_pending(
             started = time.perf_counter()
             vectors = embedder.encode([text for _, text in rows])
             seconds_encode += time.perf_counter() - started
-            started = time.perf_counter()
-            embedded += _write_batch(conn, hashes, vectors)
-            seconds_write += time.perf_counter() - started
-            after_hash = hashes[-1]
+            if writing is not None:
+                embedded += writing.result()  # one write in flight at a time; its error surfaces here
+            writing = background.submit(_timed_write, writer, hashes, vectors, write_seconds)
+            after_hash = hashes[-1]  # keyset paging: rows being written have hashes <= this, never re-read
             done_texts += len(rows)
             if progress is not None:
                 progress(done_texts, max(done_texts, total_texts))
+        if writing is not None:
+            embedded += writing.result()
         # The planner's statistics for chunk (and its partial/vector indexes) are stale after a bulk fill.
         conn.execute("ANALYZE chunk")
-    busy = seconds_encode + seconds_write
+    seconds_write = sum(write_seconds)
+    busy = time.perf_counter() - started_stage if embedded else 0.0
     return EmbedStats(
         reused=reused,
         embedded=embedded,
