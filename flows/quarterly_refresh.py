@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from prefect import flow, get_run_logger, task
+from prefect import Flow, flow, get_run_logger, task, unmapped
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import TaskRun
 from prefect.context import TaskRunContext
@@ -28,7 +28,7 @@ from flows import DEPLOYMENT_NAME, ENTRYPOINT, FLOW_NAME, QUARTERLY_CRON, refres
 from medrag.config import Settings, load_settings
 from medrag.db import get_engine
 from medrag.documents import DocumentStats
-from medrag.embedding import DocumentEmbedder, EmbedStats, embed_pending
+from medrag.embedding import DocumentEmbedder, EmbedStats, combine_stats, embed_pending
 from medrag.errors import MedragError
 from medrag.fetch import DownloadError
 from medrag.pipeline import FetchedRelease
@@ -118,13 +118,35 @@ def shared_embedder(model_path: str) -> DocumentEmbedder:
     return DocumentEmbedder(model_path)
 
 
-@task(name="embed", task_run_name="embed after {source}", cache_policy=NO_CACHE)
-def embed_task(settings: Settings, source: str) -> EmbedStats:
-    """Give every chunk without a vector one (reused by content hash, else encoded), then ANALYZE chunk.
+@task(name="embed", task_run_name="embed after {source} (shard {shard} of {shards})", cache_policy=NO_CACHE)
+def embed_task(settings: Settings, source: str, shard: int = 0, shards: int = 1) -> EmbedStats:
+    """Give every chunk (of one shard) without a vector one (reused by content hash, else encoded); ANALYZE chunk.
 
     Embedding is not per source (every pending chunk gets its vector); `source` names the task run.
     """
-    return embed_pending(get_engine(settings), shared_embedder(settings.embedding_model))
+    return embed_pending(get_engine(settings), shared_embedder(settings.embedding_model),
+                         shard=shard, shards=shards if shards > 1 else None)
+
+
+def embed_stage(settings: Settings, source: str) -> EmbedStats:
+    """The embedding stage: one task, or MEDRAG_EMBED_SHARDS tasks mapped over the flow's task runner."""
+    if settings.embed_shards <= 1:
+        return embed_task(settings, source)
+    futures = embed_task.map(unmapped(settings), unmapped(source), shard=list(range(settings.embed_shards)),
+                             shards=unmapped(settings.embed_shards))
+    return combine_stats([future.result() for future in futures])
+
+
+def source_flow(settings: Settings) -> Flow:
+    """The per-source flow, on a Dask cluster's task runner when MEDRAG_DASK_ADDRESS names one."""
+    if not settings.dask_address:
+        return refresh_source_flow
+    try:
+        from prefect_dask import DaskTaskRunner
+    except ImportError as error:
+        raise RuntimeError("MEDRAG_DASK_ADDRESS is set but prefect-dask is not installed: "
+                           "pip install 'medrag[dask]'") from error
+    return refresh_source_flow.with_options(task_runner=DaskTaskRunner(address=settings.dask_address))
 
 
 # -- flows ---------------------------------------------------------------------------------------------------------
@@ -159,7 +181,7 @@ def refresh_source_flow(source: str, release: str | None = None, force: bool = F
     _stage_line(f"{source}: chunk + enrich")
     documents = timed(seconds, "documents", lambda: documents_task(settings, source, force))
     _stage_line(f"{source}: embed + index")
-    embedded = timed(seconds, "embed", lambda: embed_task(settings, source))
+    embedded = timed(seconds, "embed", lambda: embed_stage(settings, source))
     return {
         "releases": [{"label": item.label, "files": len(item.records), "downloaded_bytes": item.downloaded_bytes}
                      for item in fetched],
@@ -185,8 +207,9 @@ def quarterly_refresh(release: str | None = None, sources: list[str] | None = No
     """Refresh the sources in order; FAILED naming the failed sources (after the others ran), else a summary."""
     started = time.perf_counter()
     summary: dict[str, Any] = {"release": release, "force": force, "sources": {}, "failed": {}}
+    per_source = source_flow(load_settings())
     for source in ordered_sources(sources):
-        state = refresh_source_flow(source, release, force, return_state=True)
+        state = per_source(source, release, force, return_state=True)
         if state.is_completed():
             summary["sources"][source] = state.result()
         else:

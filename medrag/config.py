@@ -65,6 +65,10 @@ class Settings:
     llm_max_tokens: int = 512
     llm_retries: int = 1
     query_rewrite: str = "expand"
+    # Scale-out of the embedding stage: the pending texts split into this many shards, each a Prefect task, run
+    # by a Dask cluster (prefect-dask's DaskTaskRunner) when dask_address is set, else by the flow's own threads.
+    embed_shards: int = 1
+    dask_address: str | None = None
 
     @property
     def pg_dir(self) -> Path:
@@ -124,4 +128,6 @@ def load_settings() -> Settings:
         llm_max_tokens=_env_int("MEDRAG_LLM_MAX_TOKENS", 512),
         llm_retries=_env_int("MEDRAG_LLM_RETRIES", 1),
         query_rewrite=os.environ.get("MEDRAG_QUERY_REWRITE") or "expand",
+        embed_shards=max(1, _env_int("MEDRAG_EMBED_SHARDS", 1)),
+        dask_address=os.environ.get("MEDRAG_DASK_ADDRESS") or None,
     )

@@ -31,7 +31,7 @@ WITH donor AS (
     SELECT DISTINCT ON (pending.content_hash) pending.content_hash, embedded.embedding
     FROM chunk AS pending
     JOIN chunk AS embedded ON embedded.content_hash = pending.content_hash AND embedded.embedding IS NOT NULL
-    WHERE pending.embedding IS NULL
+    WHERE pending.embedding IS NULL AND {in_shard}
     ORDER BY pending.content_hash
 )
 UPDATE chunk SET embedding = donor.embedding
@@ -43,14 +43,18 @@ WHERE chunk.embedding IS NULL AND chunk.content_hash = donor.content_hash
 _IN_SOURCES = (
     "(%(sources)s::text[] IS NULL OR document_id IN (SELECT id FROM document WHERE source = ANY(%(sources)s)))"
 )
-_COUNT_PENDING_TEXTS = f"SELECT count(DISTINCT content_hash) FROM chunk WHERE embedding IS NULL AND {_IN_SOURCES}"
+# Optionally one shard of the texts (their content hash hashed, modulo the shard count): workers embedding shards
+# at once never touch the same rows.
+_IN_SHARD = "(%(shards)s::int IS NULL OR mod(abs(hashtext({column})), %(shards)s::int) = %(shard)s::int)"
+_COUNT_PENDING_TEXTS = (f"SELECT count(DISTINCT content_hash) FROM chunk WHERE embedding IS NULL AND {_IN_SOURCES} "
+                        f"AND {_IN_SHARD.format(column='content_hash')}")
 
 # Keyset pagination on content_hash: each batch starts after the last hash seen, so a batch that fills nothing
 # (a concurrent writer, say) can never make the loop spin on the same rows.
 _SELECT_PENDING_TEXTS = f"""
 SELECT DISTINCT ON (content_hash) content_hash, {EMBED_TEXT_SQL}
 FROM chunk
-WHERE embedding IS NULL AND content_hash > %(after)s AND {_IN_SOURCES}
+WHERE embedding IS NULL AND content_hash > %(after)s AND {_IN_SOURCES} AND {_IN_SHARD.format(column="content_hash")}
 ORDER BY content_hash, id
 LIMIT %(limit)s
 """
@@ -148,9 +152,10 @@ class EmbedStats:
     chunks_per_second: float
 
 
-def _reuse_embedded(conn: psycopg.Connection[Any]) -> int:
+def _reuse_embedded(conn: psycopg.Connection[Any], shard: dict[str, int | None]) -> int:
     with conn.transaction():
-        return conn.execute(_REUSE_BY_CONTENT_HASH).rowcount
+        statement = _REUSE_BY_CONTENT_HASH.format(in_shard=_IN_SHARD.format(column="pending.content_hash"))
+        return conn.execute(statement, shard).rowcount
 
 
 def _timed_write(conn: psycopg.Connection[Any], hashes: list[str], vectors: np.ndarray, seconds: list[float]) -> int:
@@ -177,8 +182,16 @@ def embed_pending(
     batch_size: int = 256,
     progress: ProgressCallback | None = None,
     sources: list[str] | None = None,
+    shard: int = 0,
+    shards: int | None = None,
 ) -> EmbedStats:
-    """Give every chunk without a vector one: reuse by content_hash first, then encode each new text once."""
+    """Give every chunk without a vector one: reuse by content_hash first, then encode each new text once.
+
+    With `shards`, only the texts of shard number `shard` (0-based): that many workers can run at once.
+    """
+    if shards is not None and not 0 <= shard < shards:
+        raise EmbeddingError(f"shard {shard} is not one of 0..{shards - 1}")
+    in_shard = {"shard": shard, "shards": shards}
     from pgvector.psycopg import register_vector
 
     # Private connections: registering pgvector's binary adapters on a pooled one would change what every later
@@ -197,15 +210,15 @@ def embed_pending(
             register_vector(writer)
         except psycopg.ProgrammingError as error:
             raise EmbeddingError(f"the database has no pgvector type ({error}); run `medrag db migrate`") from error
-        reused = _reuse_embedded(conn)
-        total_texts = conn.execute(_COUNT_PENDING_TEXTS, {"sources": sources}).fetchone()[0]
+        reused = _reuse_embedded(conn, in_shard)
+        total_texts = conn.execute(_COUNT_PENDING_TEXTS, {"sources": sources, **in_shard}).fetchone()[0]
         if total_texts:
             embedder.load()  # outside the timed stage, so chunks_per_second measures embedding alone
             started_stage = time.perf_counter()
         after_hash = ""
         writing: Future[int] | None = None
         while rows := conn.execute(
-            _SELECT_PENDING_TEXTS, {"after": after_hash, "limit": batch_size, "sources": sources}
+            _SELECT_PENDING_TEXTS, {"after": after_hash, "limit": batch_size, "sources": sources, **in_shard}
         ).fetchall():
             hashes = [content_hash for content_hash, _ in rows]
             started = time.perf_counter()
@@ -230,4 +243,15 @@ def embed_pending(
         seconds_encode=seconds_encode,
         seconds_write=seconds_write,
         chunks_per_second=embedded / busy if busy > 0 else 0.0,
+    )
+
+
+def combine_stats(parts: list[EmbedStats]) -> EmbedStats:
+    """One EmbedStats for shards that ran side by side: counts and seconds add up, and so do the rates."""
+    return EmbedStats(
+        reused=sum(part.reused for part in parts),
+        embedded=sum(part.embedded for part in parts),
+        seconds_encode=sum(part.seconds_encode for part in parts),
+        seconds_write=sum(part.seconds_write for part in parts),
+        chunks_per_second=sum(part.chunks_per_second for part in parts),
     )

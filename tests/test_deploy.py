@@ -16,9 +16,15 @@ def load_compose() -> dict:
     return yaml.safe_load((REPO / "docker-compose.yml").read_text())
 
 
-def test_compose_names_the_four_services() -> None:
+def test_compose_names_the_services() -> None:
     services = load_compose()["services"]
-    assert set(services) == {"postgres", "prefect-server", "prefect-worker", "vllm"}
+    assert set(services) == {"postgres", "prefect-server", "prefect-worker", "vllm", "dask-scheduler", "dask-worker"}
+    # the Dask scale-out is opt-in (profile "scale") and runs the worker's own image: code and model
+    for name in ("dask-scheduler", "dask-worker"):
+        assert services[name]["profiles"] == ["scale"]
+        assert services[name]["image"] == services["prefect-worker"]["image"]
+    assert "tcp://dask-scheduler:8786" in services["dask-worker"]["command"]
+    assert {"MEDRAG_EMBED_SHARDS", "MEDRAG_DASK_ADDRESS"} <= set(services["prefect-worker"]["environment"])
     assert services["postgres"]["image"].startswith("pgvector/pgvector:")
     assert services["vllm"]["image"].startswith("vllm/vllm-openai")
     gpu = services["vllm"]["deploy"]["resources"]["reservations"]["devices"][0]

@@ -177,6 +177,26 @@ def test_changed_text_is_embedded_again_and_each_new_text_only_once(
     assert float(np.dot(revised_vector, reference_vectors[3])) < 0.9999
 
 
+def test_shards_split_the_pending_texts_between_workers(
+    engine: Engine, ncd_passages: list[tuple[str | None, str]], embedder: DocumentEmbedder,
+    first_release: tuple[list[int], EmbedStats],
+) -> None:
+    """Three shards embed disjoint parts that together are everything pending, each text once, nothing reused."""
+    changed = [(heading, body + " (shard test)") for heading, body in ncd_passages[:12]]
+    chunk_ids = _insert_chunks(engine, _new_document(engine, "2026Q1"), changed)
+    parts = [embed_pending(engine, embedder, batch_size=4, shard=shard, shards=3) for shard in range(3)]
+    assert sum(part.embedded for part in parts) == len(changed)
+    assert all(part.embedded < len(changed) for part in parts)  # each did a part, not the whole
+    assert all(vector is not None for vector in _vectors(engine, chunk_ids))
+    with engine.connect() as conn:
+        by_shard = dict(conn.execute(text(
+            "SELECT mod(abs(hashtext(content_hash)), 3), count(*) FROM chunk WHERE id = ANY(:ids) GROUP BY 1"),
+            {"ids": chunk_ids}).all())
+    assert [by_shard.get(shard, 0) for shard in range(3)] == [part.embedded for part in parts]
+    with pytest.raises(EmbeddingError, match="shard 3"):
+        embed_pending(engine, embedder, shard=3, shards=3)
+
+
 def test_a_missing_model_folder_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(EmbeddingError, match="MEDRAG_EMBEDDING_MODEL"):
         DocumentEmbedder(str(tmp_path / "no-such-model"), device="cpu").load()

@@ -28,6 +28,7 @@ from flows.quarterly_refresh import (
     load_cache_key,
     load_task,
     quarterly_refresh,
+    source_flow,
     worth_retrying,
 )
 from medrag.cli import main
@@ -148,6 +149,7 @@ def flow_settings(db_url: str, sliced_mirror, tmp_path_factory: pytest.TempPathF
         patch.setenv("MEDRAG_HOME", str(tmp_path_factory.mktemp("medrag-home")))
         patch.setenv("MEDRAG_SOURCE", f"mirror:{sliced_mirror.base_url}")
         patch.setenv("MEDRAG_HTTP_RETRIES", "1")
+        patch.setenv("MEDRAG_EMBED_SHARDS", "2")  # the scale-out path: embed tasks mapped over the task runner
         for source in ("IOM", "MCD", "HCPCS", "ICD10CM"):
             patch.delenv(f"MEDRAG_{source}_URL", raising=False)
         yield load_settings()
@@ -200,6 +202,17 @@ def test_first_run_loads_chunks_and_embeds_every_source(first_run, engine) -> No
     assert embedded + mcd["embedding"]["reused"] + hcpcs["embedding"]["reused"] == chunks
     assert embedded >= distinct_texts
     assert set(mcd["seconds"]) == {"download", "load", "documents", "embed"}
+
+
+def test_embedding_ran_as_one_mapped_task_per_shard(first_run) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterName
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_="embed after")))
+    names = {run.name for run in runs if run.state is not None and run.state.is_completed()}
+    assert {"embed after mcd (shard 0 of 2)", "embed after mcd (shard 1 of 2)",
+            "embed after hcpcs (shard 0 of 2)", "embed after hcpcs (shard 1 of 2)"} <= names
 
 
 def test_second_run_embeds_nothing_and_writes_nothing(first_run, engine, sliced_mirror) -> None:
@@ -331,3 +344,24 @@ def test_fetch_retries_only_what_a_later_attempt_could_fix(scratch_settings, sli
 
     assert not retried(missing) and not retried(nothing_found)
     assert retried(busy) and retried(ConnectionResetError("reset by peer"))
+
+
+def test_embedding_shards_run_on_a_dask_cluster(first_run, engine, flow_settings, monkeypatch) -> None:
+    """MEDRAG_DASK_ADDRESS: the per-source flow's tasks (the embedding shards) run on that Dask scheduler."""
+    from distributed import LocalCluster
+
+    with engine.begin() as conn:  # forget some vectors so the embedding stage has work to hand out
+        forgotten = conn.execute(text(
+            "UPDATE chunk SET embedding = NULL WHERE id IN (SELECT id FROM chunk ORDER BY id LIMIT 7)")).rowcount
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster:
+        monkeypatch.setenv("MEDRAG_DASK_ADDRESS", cluster.scheduler_address)
+        per_source = source_flow(load_settings())
+        assert type(per_source.task_runner).__name__ == "DaskTaskRunner"
+        assert per_source.task_runner.address == cluster.scheduler_address
+        summary = per_source("mcd")
+        with cluster.get_client() as client:
+            # the scheduler saw the work: tasks ran on its worker, not in the flow's own threads
+            assert client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.task_prefixes)) > 0
+    embedding = summary["embedding"]
+    assert embedding["embedded"] + embedding["reused"] == forgotten
+    assert scalar(engine, "SELECT count(*) FROM chunk WHERE embedding IS NULL") == 0
