@@ -111,7 +111,7 @@ class Chunk(Base):
             "chunk_embedding_hnsw",
             "embedding",
             postgresql_using="hnsw",
-            postgresql_with={"m": 16, "ef_construction": 64},
+            postgresql_with={"m": 16, "ef_construction": 200},  # migration 0007
             postgresql_ops={"embedding": "vector_cosine_ops"},
         ),
         Index("chunk_tsv_gin", "tsv", postgresql_using="gin"),

@@ -72,7 +72,7 @@ AS $$
         FROM regexp_matches(upper(coalesce(query_text, '')), '\m(A5[0-9]{4})\M', 'g') AS m
 $$;
 
--- Corpus statistics the full-text query uses, refilled by medrag_refresh_terms() after every refresh that changes
+-- Corpus statistics the search uses, refilled by medrag_refresh_terms() after every refresh that changes
 -- documents: medrag_term holds each lexeme of the current chunks with the number of chunks holding it (to match
 -- on the rarer words only); medrag_word holds the plain words (not stop words, in two chunks or more) that a
 -- misspelt query word is corrected to.
@@ -85,6 +85,13 @@ CREATE TABLE IF NOT EXISTS medrag_word (
     ndoc integer NOT NULL
 );
 CREATE INDEX IF NOT EXISTS medrag_word_trgm ON medrag_word USING gin (word gin_trgm_ops);
+-- current chunks per document source: tells medrag_search when a source filter is narrow enough for exact search
+CREATE TABLE IF NOT EXISTS medrag_source_size (
+    source text PRIMARY KEY,
+    chunks integer NOT NULL
+);
+-- a key filter looks documents up by key alone
+CREATE INDEX IF NOT EXISTS document_key ON document (key);
 
 CREATE OR REPLACE FUNCTION medrag_refresh_terms()
 RETURNS integer
@@ -105,6 +112,10 @@ BEGIN
         'SELECT to_tsvector(''simple'', c.text) FROM chunk c JOIN document d ON d.id = c.document_id '
         'WHERE d.is_current')
     WHERE ndoc >= 2 AND word ~ '^[a-z]{4,}$' AND to_tsvector('english', word) <> ''::tsvector;
+    DELETE FROM medrag_source_size;
+    INSERT INTO medrag_source_size (source, chunks)
+    SELECT d.source, count(*) FROM chunk c JOIN document d ON d.id = c.document_id WHERE d.is_current
+    GROUP BY d.source;
     ANALYZE medrag_term;
     ANALYZE medrag_word;
     RETURN written;
@@ -222,8 +233,21 @@ AS $$
     WITH settings AS (
         SELECT greatest(coalesce(k, 10), 1) AS k, greatest(coalesce(k, 10), 1) * 5 + 20 AS pool,
                q.match_query, q.rank_query, q.misspelt, medrag_query_intent(query_text) AS intent,
-               coalesce(filters, '{}'::jsonb) AS f
-        FROM medrag_text_queries(query_text) q
+               coalesce(filters, '{}'::jsonb) AS f, narrow.keys, narrow.sources,
+               -- named keys, or sources holding few chunks: exact distances over those chunks beat an index scan
+               -- that has to skip nearly every row it visits (and are exact)
+               narrow.keys IS NOT NULL
+                   OR coalesce((SELECT sum(size.chunks) FROM medrag_source_size size
+                                WHERE size.source = ANY (narrow.sources)) <= 20000, false) AS narrow
+        FROM medrag_text_queries(query_text) q,
+             LATERAL (
+                 SELECT CASE jsonb_typeof(filters -> 'key')
+                            WHEN 'array' THEN ARRAY(SELECT jsonb_array_elements_text(filters -> 'key'))
+                            WHEN 'string' THEN ARRAY[filters ->> 'key'] END AS keys,
+                        CASE jsonb_typeof(filters -> 'source')
+                            WHEN 'array' THEN ARRAY(SELECT jsonb_array_elements_text(filters -> 'source'))
+                            WHEN 'string' THEN ARRAY[filters ->> 'source'] END AS sources
+             ) narrow
     ),
     candidate AS NOT MATERIALIZED (
         -- documents with their release label and group, in the shape the filter function takes
@@ -235,13 +259,34 @@ AS $$
         SELECT hit.id, hit.grp, hit.r FROM (
             SELECT near.id, near.grp, row_number() OVER (PARTITION BY near.grp ORDER BY near.distance, near.id) AS r
             FROM (
-                SELECT c.id, d.grp, c.embedding <=> query_embedding AS distance
-                FROM chunk c JOIN candidate d ON d.id = c.document_id, settings s
-                WHERE query_embedding IS NOT NULL AND c.embedding IS NOT NULL
-                  AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date,
-                                              d.metadata, d.label, s.f)
-                ORDER BY c.embedding <=> query_embedding
-                LIMIT (SELECT pool * 4 FROM settings)
+                (SELECT c.id, d.grp, c.embedding <=> query_embedding AS distance
+                 FROM chunk c JOIN candidate d ON d.id = c.document_id, settings s
+                 -- sub-selects of settings, not s.narrow: they become one-time filters, so the branch not
+                 -- taken does not run at all
+                 WHERE query_embedding IS NOT NULL AND (SELECT NOT narrow FROM settings)
+                   AND c.embedding IS NOT NULL
+                   AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date,
+                                               d.termination_date, d.metadata, d.label, s.f)
+                 ORDER BY c.embedding <=> query_embedding
+                 -- pool * 4 written from k itself: a plan for known k then sees a small limit (a sub-select
+                 -- limit is guessed at 10% of the rows, and at 300k chunks a full scan + sort looks cheaper)
+                 LIMIT greatest(coalesce(medrag_search.k, 10), 1) * 20 + 80)
+                UNION ALL
+                (SELECT c.id, d.grp, c.embedding <=> query_embedding AS distance
+                 FROM settings s
+                 JOIN candidate d ON d.id IN (
+                     -- each arm an index lookup (by key, else by source); only one arm has rows
+                     SELECT named.id FROM document named WHERE named.key = ANY (s.keys)
+                     UNION ALL
+                     SELECT of_source.id FROM document of_source
+                     WHERE s.keys IS NULL AND of_source.source = ANY (s.sources))
+                 JOIN chunk c ON c.document_id = d.id
+                 WHERE query_embedding IS NOT NULL AND (SELECT narrow FROM settings)
+                   AND c.embedding IS NOT NULL
+                   AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date,
+                                               d.termination_date, d.metadata, d.label, s.f)
+                 ORDER BY distance
+                 LIMIT greatest(coalesce(medrag_search.k, 10), 1) * 20 + 80)
             ) near
         ) hit
         WHERE hit.r <= (SELECT pool FROM settings)

@@ -88,6 +88,25 @@ def test_code_documents_do_not_crowd_out_determinations(indexed_engine, embedder
     assert intents == ["code", "policy", None]
 
 
+def test_narrow_filters_search_exact_distances(indexed_engine, embedder) -> None:
+    """A filter on few chunks (named keys, small sources) skips the HNSW index: the true nearest chunk is found."""
+    with indexed_engine.connect() as conn:
+        sizes = dict(conn.execute(text("SELECT source, chunks FROM medrag_source_size")).all())
+        counted = dict(conn.execute(text("SELECT d.source, count(*) FROM chunk c JOIN document d ON d.id = "
+                                         "c.document_id WHERE d.is_current GROUP BY d.source")).all())
+        assert sizes == counted
+        question = "portable oxygen concentrator for travel"
+        nearest = conn.execute(text(
+            "SELECT c.id FROM chunk c JOIN document d ON d.id = c.document_id "
+            "WHERE d.source = 'ncd' AND d.is_current AND coalesce(d.metadata ->> 'is_current_version', 'true') = "
+            "'true' ORDER BY c.embedding <=> CAST(:q AS vector) LIMIT 1"),
+            {"q": vector_literal(embedder.embed(question))}).scalar_one()
+    result = search(indexed_engine, question, k=10, filters=SearchFilters(sources=("ncd",)), embedder=embedder)
+    assert any(hit.chunk_id == nearest and "vector" in hit.matched for hit in result.hits)
+    one_key = search(indexed_engine, question, k=3, filters=SearchFilters(keys=("240.2",)), embedder=embedder)
+    assert one_key.hits and {hit.key for hit in one_key.hits} == {"240.2"}
+
+
 def test_full_text_matches_on_the_rarer_words_only(indexed_engine) -> None:
     queries = text_queries(indexed_engine, "When does Medicare pay for supplemental oxygen at home?")
     with indexed_engine.connect() as conn:

@@ -46,6 +46,8 @@ def downgrade() -> None:
     op.execute("DROP TABLE IF EXISTS medrag_synonym")
     op.execute("DROP TABLE IF EXISTS medrag_term")
     op.execute("DROP TABLE IF EXISTS medrag_word")
+    op.execute("DROP TABLE IF EXISTS medrag_source_size")
+    op.execute("DROP INDEX IF EXISTS document_key")
     for view in VIEWS:
         op.execute(f"DROP VIEW IF EXISTS {view}")
     op.execute("DROP INDEX IF EXISTS document_title_trgm")
