@@ -328,7 +328,7 @@ def search_synonyms() -> set[tuple[str, str]]:
     pairs = {(term, expansion) for term, expansions in load_synonyms().items() for expansion in expansions}
     pairs |= {(entry.term, expansion) for entry in clinical_synonym_entries() for expansion in entry.expansions}
     # terms as medrag_text_queries sees the query: lower case, runs of anything but letters and digits one space
-    return {(" ".join(_NON_WORD.split(term.lower())).strip(), expansion) for term, expansion in pairs}
+    return {(_NON_WORD.sub(" ", term.lower()).strip(), expansion) for term, expansion in pairs}
 
 
 def sync_synonyms(conn: Connection) -> int:

@@ -42,6 +42,24 @@ class SearchFilters:
         if self.state is not None and not (len(self.state) == 2 and self.state.isalpha()):
             raise QueryError(f"state must be a two-letter code such as CA, not {self.state!r}")
 
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> SearchFilters:
+        """The inverse of as_json: a question file's "filters" object (source and key: one value or a list)."""
+        unknown = sorted(set(raw) - {"source", "key", "release", "as_of", "contractor", "state", "manual", "chapter"})
+        if unknown:
+            raise QueryError(f"unknown filter {unknown[0]!r}")
+        sources, keys, as_of = raw.get("source", ()), raw.get("key", ()), raw.get("as_of")
+        try:
+            as_of_date = dt.date.fromisoformat(as_of) if as_of else None
+        except (TypeError, ValueError) as error:
+            raise QueryError(f"as_of must be a date such as 2024-01-01, not {as_of!r}") from error
+        return cls(
+            sources=tuple([sources] if isinstance(sources, str) else sources),
+            keys=tuple([keys] if isinstance(keys, str) else keys),
+            release=raw.get("release", "current"), as_of=as_of_date, contractor=raw.get("contractor"),
+            state=raw.get("state"), manual=raw.get("manual"), chapter=raw.get("chapter"),
+        )
+
     def as_json(self) -> dict[str, Any]:
         """The filters jsonb that medrag_search takes (only the keys that are set)."""
         out: dict[str, Any] = {"release": self.release}

@@ -8,7 +8,6 @@ accuracy on answerable and unanswerable questions, invented codes, and latency p
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import math
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from sqlalchemy import Engine
 from medrag.answer.pipeline import GENERATION_STAGE, ask
 from medrag.config import Settings
 from medrag.errors import MedragError
-from medrag.search import SOURCES, SearchFilters
+from medrag.search import SOURCES, QueryError, SearchFilters
 
 # The goals of issue 6: a report says whether each one is met.
 GOAL_REFUSAL_ACCURACY = 0.95
@@ -46,15 +45,7 @@ class DevQuestion:
 
     def search_filters(self) -> SearchFilters:
         """The question's filters as SearchFilters."""
-        raw = dict(self.filters)
-        sources = raw.pop("source", ())
-        keys = raw.pop("key", ())
-        as_of = raw.pop("as_of", None)
-        return SearchFilters(
-            sources=tuple([sources] if isinstance(sources, str) else sources),
-            keys=tuple([keys] if isinstance(keys, str) else keys),
-            as_of=dt.date.fromisoformat(as_of) if as_of else None, **raw,
-        )
+        return SearchFilters.from_json(self.filters)
 
 
 def load_questions(path: Path) -> list[DevQuestion]:
@@ -91,7 +82,7 @@ def load_questions(path: Path) -> list[DevQuestion]:
         question = DevQuestion(question_id, item["question"], item["answerable"], tuple(keys), filters)
         try:
             question.search_filters()
-        except (TypeError, ValueError) as error:
+        except QueryError as error:
             raise DevSetError(f"{where}: bad filters: {error}") from error
         questions.append(question)
     if not questions:

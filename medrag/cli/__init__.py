@@ -48,13 +48,7 @@ def _register() -> None:
     for module in (db_commands, ingest_commands, mirror_commands, retrieval_commands, flows_commands,
                    evaluate_commands, ask_commands, codes_commands):
         for command in module.COMMANDS:
-            existing = main.commands.get(command.name)
-            # Several modules add subcommands to one group (e.g. `eval retrieval`, `eval answers`, `eval codes`).
-            if isinstance(existing, click.Group) and isinstance(command, click.Group):
-                for name, subcommand in command.commands.items():
-                    existing.add_command(subcommand, name)
-            else:
-                main.add_command(command)
+            main.add_command(command)
 
 
 _register()

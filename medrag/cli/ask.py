@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from medrag.cli.evaluate import eval_group
 from medrag.cli.retrieval import build_filters, filter_options, query_embedder
 from medrag.config import load_settings
 from medrag.db import get_engine
@@ -133,11 +134,6 @@ def log_tail(n: int, as_json: bool) -> None:
         click.echo(f"    {textwrap.shorten(question, width=110, placeholder=' ...')}")
 
 
-@click.group("eval")
-def eval_group() -> None:
-    """Evaluations on dev sets."""
-
-
 @eval_group.command("answers")
 @click.option("--questions", "questions_file", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="JSONL dev set: question, answerable, expected_keys.")
@@ -161,4 +157,4 @@ def eval_answers(questions_file: Path, as_json: bool, backend: str | None, k: in
         sys.exit(GOALS_MISSED)
 
 
-COMMANDS = [ask_command, log_group, eval_group]
+COMMANDS = [ask_command, log_group]

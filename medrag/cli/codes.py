@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from medrag.cli.evaluate import eval_group
 from medrag.cli.retrieval import query_embedder
 from medrag.codes.clinical_tables import DEFAULT_BASE_URL
 from medrag.codes.finder import DEFAULT_TOP, MAX_TOP, CodeFinder, validate_term
@@ -67,11 +68,6 @@ def render(search: CodeSearch) -> str:
     return "\n".join(lines)
 
 
-@click.group("eval")
-def eval_group() -> None:
-    """Evaluations on dev sets."""
-
-
 @eval_group.command("codes")
 @click.option("--terms", "terms_file", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="JSONL dev set: term, system, expected (codes a coder would accept).")
@@ -102,4 +98,4 @@ def eval_codes(terms_file: Path, as_json: bool) -> None:
         sys.exit(GOALS_MISSED)
 
 
-COMMANDS = [codes_command, eval_group]  # `medrag eval` is shared: _register merges its subcommands
+COMMANDS = [codes_command]

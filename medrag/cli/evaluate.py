@@ -19,6 +19,9 @@ def eval_group() -> None:
     """Evaluate medrag on a question set and print the figures."""
 
 
+# `eval answers` (medrag.cli.ask) and `eval codes` (medrag.cli.codes) attach themselves to this group.
+
+
 def parse_ks(value: str) -> list[int]:
     """'1,3,5,10' -> [1, 3, 5, 10]."""
     try:
@@ -28,18 +31,6 @@ def parse_ks(value: str) -> list[int]:
     if not ks or ks[0] < 1 or ks[-1] > 200:
         raise MedragError("-k values must be between 1 and 200")
     return ks
-
-
-def filters_from_json(raw: dict) -> SearchFilters:
-    """SearchFilters from a question's "filters" object (same keys as the SQL function's filters)."""
-    sources = raw.get("source", ())
-    keys = raw.get("key", ())
-    return SearchFilters(
-        sources=tuple([sources] if isinstance(sources, str) else sources),
-        keys=tuple([keys] if isinstance(keys, str) else keys),
-        release=raw.get("release", "current"),
-        contractor=raw.get("contractor"), state=raw.get("state"), manual=raw.get("manual"), chapter=raw.get("chapter"),
-    )
 
 
 @eval_group.command("retrieval")
@@ -60,7 +51,7 @@ def eval_retrieval(questions_file: Path, ks: str, as_json: bool, text_only: bool
 
     def retrieve(question: Question, k: int) -> tuple[list[tuple[str, str]], float]:
         started = time.perf_counter()
-        result = search(engine, question.question, k=k, filters=filters_from_json(question.filters),
+        result = search(engine, question.question, k=k, filters=SearchFilters.from_json(question.filters),
                         embedder=embedder)
         return [(hit.source, hit.key) for hit in result.hits], (time.perf_counter() - started) * 1000
 
