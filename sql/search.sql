@@ -92,6 +92,20 @@ CREATE TABLE IF NOT EXISTS medrag_source_size (
 );
 -- a key filter looks documents up by key alone
 CREATE INDEX IF NOT EXISTS document_key ON document (key);
+-- The wording of each code document, as the lexemes medrag_search's fit leg compares with a query's: the
+-- description without filler ("unspecified", "NOS", "without complications" say what is not known), the HCPCS short
+-- description, whether the description says "other" (something the query did not ask for), whether the code is
+-- an ICD-10-CM default ("unspecified" / NOS / "without complications"), whether it is a non-billable header and
+-- whether it is a HCPCS reporting code (quality measures, functional limitations: not an item or a service).
+CREATE TABLE IF NOT EXISTS medrag_code_wording (
+    document_id bigint PRIMARY KEY REFERENCES document (id) ON DELETE CASCADE,
+    title_lexemes text[] NOT NULL,
+    short_lexemes text[] NOT NULL,
+    says_other boolean NOT NULL,
+    is_default boolean NOT NULL,
+    is_header boolean NOT NULL,
+    is_measure boolean NOT NULL
+);
 
 CREATE OR REPLACE FUNCTION medrag_refresh_terms()
 RETURNS integer
@@ -116,8 +130,26 @@ BEGIN
     INSERT INTO medrag_source_size (source, chunks)
     SELECT d.source, count(*) FROM chunk c JOIN document d ON d.id = c.document_id WHERE d.is_current
     GROUP BY d.source;
+    DELETE FROM medrag_code_wording;
+    INSERT INTO medrag_code_wording (document_id, title_lexemes, short_lexemes, says_other, is_default, is_header,
+                                     is_measure)
+    SELECT d.id,
+           tsvector_to_array(to_tsvector('english', regexp_replace(d.title,
+               '(unspecified( organism| site| type| part| severity| stage| region| side| cause| laterality)?'
+               '|site not specified|not elsewhere classified|not otherwise specified|\mNOS\M'
+               '|without complications?)', ' ', 'gi'))),
+           tsvector_to_array(to_tsvector('english',
+               coalesce(substring(c.text FROM 'Short description: ([^\n]*)'), ''))),
+           d.title ~* '\mother\M',
+           d.source = 'icd10cm'
+               AND d.title ~* '(unspecified|\mNOS\M|without complications?$|site not specified)',
+           coalesce(d.metadata ->> 'billable', 'true') = 'false',
+           coalesce(d.metadata ->> 'subcategory', '') ~* 'reporting'
+    FROM document d JOIN chunk c ON c.document_id = d.id AND c.ordinal = 0
+    WHERE d.source IN ('hcpcs', 'icd10cm');
     ANALYZE medrag_term;
     ANALYZE medrag_word;
+    ANALYZE medrag_code_wording;
     RETURN written;
 END
 $$;
@@ -256,8 +288,9 @@ AS $$
         FROM document d JOIN release rel ON rel.id = d.release_id
     ),
     vector_leg AS (
-        SELECT hit.id, hit.grp, hit.r FROM (
-            SELECT near.id, near.grp, row_number() OVER (PARTITION BY near.grp ORDER BY near.distance, near.id) AS r
+        SELECT hit.id, hit.grp, hit.r, hit.distance FROM (
+            SELECT near.id, near.grp, near.distance,
+                   row_number() OVER (PARTITION BY near.grp ORDER BY near.distance, near.id) AS r
             FROM (
                 (SELECT c.id, d.grp, c.embedding <=> query_embedding AS distance
                  FROM chunk c JOIN candidate d ON d.id = c.document_id, settings s
@@ -331,14 +364,47 @@ AS $$
         WHERE medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date,
                                       d.metadata, d.label, s.f)
     ),
+    query_lexeme AS (
+        -- every lexeme of the rank query: the query's words, their spelling corrections and expansions
+        SELECT array_agg(DISTINCT m[1]) AS lexemes
+        FROM settings s, regexp_matches(s.rank_query::text, '''((?:[^'']|'''')+)''', 'g') AS m
+    ),
+    fit_leg AS (
+        -- How much of a code's own wording the query explains (medrag_code_wording): a lay term's right code is
+        -- usually the sibling whose description adds nothing the query did not say ("Hypothyroidism, unspecified"
+        -- rather than "Congenital hypothyroidism without goiter"); "other" counts as a word not asked for, a
+        -- category header or a quality-measure code is not what gets reported for a condition or an item, and an
+        -- ICD-10-CM default wins a tie. Ranks the code group's
+        -- candidates the vector and text legs found.
+        SELECT hit.id, hit.grp, row_number() OVER (ORDER BY hit.fit DESC, hit.rrf DESC, hit.id) AS r, hit.fit
+        FROM (
+            SELECT pooled.id, pooled.grp, pooled.rrf,
+                   greatest(
+                       (SELECT count(*) FROM unnest(w.title_lexemes) t WHERE t = ANY (ql.lexemes))::float
+                           / nullif(cardinality(w.title_lexemes) + w.says_other::int, 0),
+                       (SELECT count(*) FROM unnest(w.short_lexemes) t WHERE t = ANY (ql.lexemes))::float
+                           / nullif(cardinality(w.short_lexemes), 0))
+                   * CASE WHEN w.is_header THEN 0.6 WHEN w.is_measure THEN 0.4 ELSE 1 END
+                   + CASE WHEN w.is_default THEN 0.05 ELSE 0 END AS fit
+            FROM (SELECT id, grp, sum(1.0 / (60 + r)) AS rrf
+                  FROM (SELECT id, grp, r FROM vector_leg UNION ALL SELECT id, grp, r FROM text_leg) both_legs
+                  WHERE grp = 'code' GROUP BY id, grp) pooled
+            JOIN chunk c ON c.id = pooled.id
+            JOIN medrag_code_wording w ON w.document_id = c.document_id
+            CROSS JOIN query_lexeme ql
+        ) hit
+        WHERE hit.fit > 0
+    ),
     legs AS (
-        SELECT id, grp, r, 'vector' AS leg, 1.0 AS weight FROM vector_leg
-        UNION ALL SELECT id, grp, r, 'text', 1.0 FROM text_leg
-        UNION ALL SELECT id, grp, r, 'trigram', 1.0 FROM trigram_leg
-        UNION ALL SELECT id, grp, r, 'exact', 1.0 FROM exact_leg
+        SELECT id, grp, r, 'vector' AS leg, 1.0 AS weight, NULL::float AS fit FROM vector_leg
+        UNION ALL SELECT id, grp, r, 'text', 1.0, NULL FROM text_leg
+        UNION ALL SELECT id, grp, r, 'trigram', 1.0, NULL FROM trigram_leg
+        UNION ALL SELECT id, grp, r, 'exact', 1.0, NULL FROM exact_leg
+        UNION ALL SELECT id, grp, r, 'fit', 2.0, fit FROM fit_leg
     ),
     fused AS (
-        SELECT id, grp, sum(weight / (60 + r)) AS rrf, bool_or(leg = 'exact') AS exact,
+        SELECT id, grp, sum(weight / (60 + r)) AS rrf, sum(weight / (60 + r)) FILTER (WHERE leg <> 'fit') AS found,
+               bool_or(leg = 'exact') AS exact, max(fit) AS fit,
                string_agg(leg, '+' ORDER BY leg) AS matched
         FROM legs GROUP BY id, grp
     ),
@@ -354,13 +420,17 @@ AS $$
     ),
     leader AS (
         SELECT coalesce((SELECT intent FROM settings),
-                        (SELECT grp FROM in_group ORDER BY exact DESC, rrf DESC, id LIMIT 1)) AS grp
+                        -- the group whose nearest chunk is closer (when both groups have vectors to compare)
+                        (SELECT grp FROM vector_leg
+                         WHERE (SELECT count(DISTINCT grp) FROM vector_leg) = 2
+                         ORDER BY distance, id LIMIT 1),
+                        (SELECT grp FROM in_group ORDER BY exact DESC, found DESC NULLS LAST, id LIMIT 1)) AS grp
     )
     SELECT (row_number() OVER (ORDER BY g.exact DESC,
                                         g.group_rank + CASE WHEN g.grp = leader.grp THEN 0 ELSE 0.5 END,
                                         g.id))::integer AS rank,
            (g.rrf + CASE WHEN g.exact THEN 1 ELSE 0 END)::double precision AS score,
-           c.id, d.id, d.source, d.key, d.title, c.heading, c.text, rel.label, d.url, g.matched
+           c.id, d.id, d.source, d.key, d.title, c.heading, c.text, rel.label, d.url, g.matched || coalesce(':' || round(g.fit::numeric, 2), '')
     FROM in_group g
     CROSS JOIN leader
     JOIN chunk c ON c.id = g.id

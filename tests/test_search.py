@@ -88,6 +88,25 @@ def test_code_documents_do_not_crowd_out_determinations(indexed_engine, embedder
     assert intents == ["code", "policy", None]
 
 
+def test_lay_terms_rank_the_code_whose_wording_they_explain(indexed_engine, embedder) -> None:
+    """The fit leg: among sibling codes, the one whose description adds nothing the query did not say leads."""
+    with indexed_engine.connect() as conn:
+        wording = {row.key: row for row in conn.execute(text(
+            "SELECT d.key, w.title_lexemes, w.short_lexemes, w.says_other, w.is_default, w.is_header "
+            "FROM medrag_code_wording w JOIN document d ON d.id = w.document_id "
+            "WHERE d.is_current AND d.key IN ('E03.9', 'E03.1', 'B02', 'J18.8', 'E1390')"))}
+    assert wording["E03.9"].title_lexemes == ["hypothyroid"] and wording["E03.9"].is_default  # "unspecified" dropped
+    assert not wording["E03.1"].is_default and len(wording["E03.1"].title_lexemes) > 1
+    assert wording["B02"].is_header and not wording["E03.9"].is_header
+    assert wording["J18.8"].says_other  # "Other pneumonia, unspecified organism"
+    assert sorted(wording["E1390"].short_lexemes) == ["concentr", "oxygen"]  # "Oxygen concentrator"
+    icd = SearchFilters(sources=("icd10cm",))
+    thyroid = search(indexed_engine, "underactive thyroid", k=5, filters=icd, embedder=embedder)
+    assert thyroid.hits[0].key == "E03.9" and "fit" in thyroid.hits[0].matched
+    plain = search(indexed_engine, "oxygen concentrator", k=3, filters=SearchFilters(sources=("hcpcs",)))
+    assert plain.hits[0].key == "E1390"
+
+
 def test_narrow_filters_search_exact_distances(indexed_engine, embedder) -> None:
     """A filter on few chunks (named keys, small sources) skips the HNSW index: the true nearest chunk is found."""
     with indexed_engine.connect() as conn:

@@ -47,6 +47,7 @@ def downgrade() -> None:
     op.execute("DROP TABLE IF EXISTS medrag_term")
     op.execute("DROP TABLE IF EXISTS medrag_word")
     op.execute("DROP TABLE IF EXISTS medrag_source_size")
+    op.execute("DROP TABLE IF EXISTS medrag_code_wording")
     op.execute("DROP INDEX IF EXISTS document_key")
     for view in VIEWS:
         op.execute(f"DROP VIEW IF EXISTS {view}")

@@ -1,0 +1,34 @@
+"""Code wording for search: medrag_code_wording and the fit leg and nearest-group leader of medrag_search.
+
+Lay descriptions of codes ("underactive thyroid") found the right code's siblings first: the vector and text legs
+cannot tell "Hypothyroidism, unspecified" from "Congenital hypothyroidism without goiter". medrag_code_wording holds
+each code document's description lexemes (filler removed), HCPCS short description, and default/header flags;
+medrag_search ranks the code candidates by how much of that wording the query explains (the fit leg), and, when the
+query names no intent, lets the group whose nearest chunk is closer lead. Re-runs sql/search.sql and sql/roles.sql
+and fills the new table.
+
+Revision ID: 0008
+Revises: 0007
+"""
+
+from pathlib import Path
+
+from alembic import op
+
+revision = "0008"
+down_revision = "0007"
+branch_labels = None
+depends_on = None
+
+SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
+
+
+def upgrade() -> None:
+    for name in ("search.sql", "roles.sql"):
+        op.execute((SQL_DIR / name).read_text())
+    op.execute("SELECT medrag_refresh_terms()")
+
+
+def downgrade() -> None:
+    # medrag_search (re-created from sql/search.sql) now reads the table: it goes with revision 0005's downgrade.
+    pass
