@@ -160,9 +160,9 @@ def _stage_line(message: str) -> None:
 def _load_summary(outcome: LoadOutcome, cached: bool) -> dict[str, Any]:
     if cached:
         # The task did not run: the same files were loaded into this database before.
-        return {"label": outcome.label, "status": "unchanged", "rows": {}, "missing": [], "cached": True}
+        return {"label": outcome.label, "status": "unchanged", "rows": {}, "missing": [], "notes": {}, "cached": True}
     return {"label": outcome.label, "status": outcome.status, "rows": dict(outcome.rows),
-            "missing": list(outcome.missing), "cached": False}
+            "missing": list(outcome.missing), "notes": dict(outcome.notes), "cached": False}
 
 
 @flow(name="refresh-source", flow_run_name="refresh-{source}")

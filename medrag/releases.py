@@ -33,6 +33,7 @@ class LoadOutcome:
     missing: list[str] = field(default_factory=list)
     seconds: float = 0.0
     error: str | None = None
+    notes: dict[str, Any] = field(default_factory=dict)  # the loader's remarks (LoadReport.notes)
 
 
 def release_sort_key(label: str) -> tuple[int, str]:
@@ -146,7 +147,8 @@ def load_release(
         if isinstance(exc, SQLAlchemyError):
             raise LoadError(f"{source} {label}: database error: {reason}; the previous release is unchanged") from exc
         raise
-    return LoadOutcome(source, label, status, release_id, report.rows, report.missing, time.perf_counter() - started)
+    return LoadOutcome(source, label, status, release_id, report.rows, report.missing, time.perf_counter() - started,
+                       notes=dict(report.notes))
 
 
 def _record_failure(engine: Engine, source: str, label: str, reason: str) -> None:

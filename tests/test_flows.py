@@ -22,6 +22,7 @@ from sqlalchemy import text
 
 from flows import FLOW_NAME
 from flows.quarterly_refresh import (
+    _load_summary,
     documents_task,
     embed_task,
     fetch_task,
@@ -32,6 +33,7 @@ from flows.quarterly_refresh import (
     worth_retrying,
 )
 from medrag.cli import main
+from medrag.cli.flows import load_warnings
 from medrag.config import load_settings
 from medrag.errors import MedragError
 from medrag.fetch import DownloadError
@@ -365,3 +367,21 @@ def test_embedding_shards_run_on_a_dask_cluster(first_run, engine, flow_settings
     embedding = summary["embedding"]
     assert embedding["embedded"] + embedding["reused"] == forgotten
     assert scalar(engine, "SELECT count(*) FROM chunk WHERE embedding IS NULL") == 0
+
+
+def test_refresh_summary_warns_about_chapter_pdfs_without_sections(scratch_settings, cms_mirror) -> None:
+    """The mirror's IOM chapters are stand-in PDFs without numbered sections: the refresh says so, not just "0"."""
+    from medrag.config import source_urls_for
+
+    settings = dataclasses.replace(scratch_settings, source_urls=source_urls_for(f"mirror:{cms_mirror.base_url}"))
+    (fetched,) = fetch_task.fn(settings, "iom", None, False)
+    outcome = load_task.fn(settings, fetched, False)
+    assert outcome.rows == {"iom_section": 0}
+    empty = outcome.notes["chapters_without_sections"]
+    assert empty and len(empty) == len(fetched.records)
+    summary = {"sources": {"iom": {"loads": [_load_summary(outcome, cached=False)]}}}
+    (warning,) = load_warnings(summary)
+    assert warning.startswith(f"warning: iom {outcome.label}: {len(empty)} chapter PDF(s) without numbered sections")
+    assert all(name in warning for name in empty)
+    loaded = {"sources": {"hcpcs": {"loads": [{"label": "2019", "notes": {}}]}}}
+    assert load_warnings(loaded) == []

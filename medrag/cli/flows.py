@@ -93,9 +93,23 @@ def refresh_table(summary: dict[str, Any]) -> Table:
     return table
 
 
+def load_warnings(summary: dict[str, Any]) -> list[str]:
+    """Lines for what a load kept quiet about: chapter PDFs in which no numbered section was found."""
+    warnings = []
+    for source, done in summary.get("sources", {}).items():
+        for load in done["loads"]:
+            empty = load.get("notes", {}).get("chapters_without_sections") or []
+            if empty:
+                warnings.append(f"warning: {source} {load['label']}: {len(empty)} chapter PDF(s) without numbered "
+                                f"sections, nothing loaded from them: {', '.join(empty)}")
+    return warnings
+
+
 def _print_summary(summary: dict[str, Any]) -> None:
     output = Console(width=TABLE_WIDTH if not Console().is_terminal else shutil.get_terminal_size().columns)
     output.print(refresh_table(summary))
+    for line in load_warnings(summary):
+        output.print(line, style="yellow", highlight=False)
     failed = len(summary.get("failed", {}))
     output.print(f"refreshed {len(summary.get('sources', {}))} source(s), {failed} failed, "
                  f"in {summary.get('seconds', 0.0):.1f} s total", highlight=False)
