@@ -374,9 +374,8 @@ AS $$
         -- usually the sibling whose description adds nothing the query did not say ("Hypothyroidism, unspecified"
         -- rather than "Congenital hypothyroidism without goiter"); "other" counts as a word not asked for, a
         -- category header or a quality-measure code is not what gets reported for a condition or an item, and an
-        -- ICD-10-CM default wins a tie. Ranks the code group's
-        -- candidates the vector and text legs found.
-        SELECT hit.id, hit.grp, row_number() OVER (ORDER BY hit.fit DESC, hit.rrf DESC, hit.id) AS r, hit.fit
+        -- ICD-10-CM default wins a tie. Ranks the code group's candidates the vector and text legs found.
+        SELECT hit.id, hit.grp, row_number() OVER (ORDER BY hit.fit DESC, hit.rrf DESC, hit.id) AS r
         FROM (
             SELECT pooled.id, pooled.grp, pooled.rrf,
                    greatest(
@@ -396,15 +395,15 @@ AS $$
         WHERE hit.fit > 0
     ),
     legs AS (
-        SELECT id, grp, r, 'vector' AS leg, 1.0 AS weight, NULL::float AS fit FROM vector_leg
-        UNION ALL SELECT id, grp, r, 'text', 1.0, NULL FROM text_leg
-        UNION ALL SELECT id, grp, r, 'trigram', 1.0, NULL FROM trigram_leg
-        UNION ALL SELECT id, grp, r, 'exact', 1.0, NULL FROM exact_leg
-        UNION ALL SELECT id, grp, r, 'fit', 2.0, fit FROM fit_leg
+        SELECT id, grp, r, 'vector' AS leg, 1.0 AS weight FROM vector_leg
+        UNION ALL SELECT id, grp, r, 'text', 1.0 FROM text_leg
+        UNION ALL SELECT id, grp, r, 'trigram', 1.0 FROM trigram_leg
+        UNION ALL SELECT id, grp, r, 'exact', 1.0 FROM exact_leg
+        UNION ALL SELECT id, grp, r, 'fit', 2.0 FROM fit_leg
     ),
     fused AS (
         SELECT id, grp, sum(weight / (60 + r)) AS rrf, sum(weight / (60 + r)) FILTER (WHERE leg <> 'fit') AS found,
-               bool_or(leg = 'exact') AS exact, max(fit) AS fit,
+               bool_or(leg = 'exact') AS exact,
                string_agg(leg, '+' ORDER BY leg) AS matched
         FROM legs GROUP BY id, grp
     ),
@@ -430,7 +429,7 @@ AS $$
                                         g.group_rank + CASE WHEN g.grp = leader.grp THEN 0 ELSE 0.5 END,
                                         g.id))::integer AS rank,
            (g.rrf + CASE WHEN g.exact THEN 1 ELSE 0 END)::double precision AS score,
-           c.id, d.id, d.source, d.key, d.title, c.heading, c.text, rel.label, d.url, g.matched || coalesce(':' || round(g.fit::numeric, 2), '')
+           c.id, d.id, d.source, d.key, d.title, c.heading, c.text, rel.label, d.url, g.matched
     FROM in_group g
     CROSS JOIN leader
     JOIN chunk c ON c.id = g.id
