@@ -107,12 +107,17 @@ class Chunk(Base):
     __tablename__ = "chunk"
     __table_args__ = (
         UniqueConstraint("document_id", "ordinal"),
-        Index(
-            "chunk_embedding_hnsw",
-            "embedding",
-            postgresql_using="hnsw",
-            postgresql_with={"m": 16, "ef_construction": 200},  # migration 0007
-            postgresql_ops={"embedding": "vector_cosine_ops"},
+        # a graph per document source (migration 0009): medrag_nearest searches each apart
+        *(
+            Index(
+                f"chunk_embedding_{source}_hnsw",
+                "embedding",
+                postgresql_using="hnsw",
+                postgresql_with={"m": 16, "ef_construction": 200},
+                postgresql_ops={"embedding": "vector_cosine_ops"},
+                postgresql_where=text(f"source = '{source}'"),
+            )
+            for source in ("ncd", "lcd", "article", "iom", "hcpcs", "icd10cm")
         ),
         Index("chunk_tsv_gin", "tsv", postgresql_using="gin"),
         Index("chunk_content_hash", "content_hash"),
@@ -120,6 +125,8 @@ class Chunk(Base):
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     document_id: Mapped[int] = mapped_column(ForeignKey("document.id", ondelete="CASCADE"))
+    # the document's source, set on insert by a trigger (migration 0009): the group indexes' predicates need it here
+    source: Mapped[str] = mapped_column(Text)
     ordinal: Mapped[int] = mapped_column(Integer)
     text: Mapped[str] = mapped_column(Text)
     heading: Mapped[str | None] = mapped_column(Text)

@@ -15,7 +15,10 @@ GRANT SELECT ON v_chunk, v_hcpcs_current, v_icd10cm_current, v_ncd_current, v_lc
 -- The search functions read base tables the reader cannot: they run with their owner's rights, on a fixed path.
 ALTER FUNCTION medrag_search(vector, text, integer, jsonb) SECURITY DEFINER SET search_path = public, pg_temp;
 ALTER FUNCTION medrag_search_text(text, integer, jsonb) SECURITY DEFINER SET search_path = public, pg_temp;
+ALTER FUNCTION medrag_nearest(vector, integer, jsonb) SECURITY DEFINER SET search_path = public, pg_temp;
 REVOKE ALL ON FUNCTION medrag_search(vector, text, integer, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION medrag_search_text(text, integer, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION medrag_nearest(vector, integer, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION medrag_search(vector, text, integer, jsonb) TO medrag_reader;
 GRANT EXECUTE ON FUNCTION medrag_search_text(text, integer, jsonb) TO medrag_reader;
+GRANT EXECUTE ON FUNCTION medrag_nearest(vector, integer, jsonb) TO medrag_reader;

@@ -85,11 +85,6 @@ CREATE TABLE IF NOT EXISTS medrag_word (
     ndoc integer NOT NULL
 );
 CREATE INDEX IF NOT EXISTS medrag_word_trgm ON medrag_word USING gin (word gin_trgm_ops);
--- current chunks per document source: tells medrag_search when a source filter is narrow enough for exact search
-CREATE TABLE IF NOT EXISTS medrag_source_size (
-    source text PRIMARY KEY,
-    chunks integer NOT NULL
-);
 -- a key filter looks documents up by key alone
 CREATE INDEX IF NOT EXISTS document_key ON document (key);
 -- The wording of each code document, as the lexemes medrag_search's fit leg compares with a query's: the
@@ -126,10 +121,6 @@ BEGIN
         'SELECT to_tsvector(''simple'', c.text) FROM chunk c JOIN document d ON d.id = c.document_id '
         'WHERE d.is_current')
     WHERE ndoc >= 2 AND word ~ '^[a-z]{4,}$' AND to_tsvector('english', word) <> ''::tsvector;
-    DELETE FROM medrag_source_size;
-    INSERT INTO medrag_source_size (source, chunks)
-    SELECT d.source, count(*) FROM chunk c JOIN document d ON d.id = c.document_id WHERE d.is_current
-    GROUP BY d.source;
     DELETE FROM medrag_code_wording;
     INSERT INTO medrag_code_wording (document_id, title_lexemes, short_lexemes, says_other, is_default, is_header,
                                      is_measure)
@@ -246,6 +237,92 @@ AS $$
     FROM to_tsvector('english', coalesce(query_text, '')) AS words
 $$;
 
+-- The n nearest chunks of one source that pass the filters: a branch of medrag_nearest. Called with source written
+-- as a constant, it is inlined into the caller, and the constant is what lets the planner use that source's partial
+-- HNSW index (migration 0009). Keep it a plain SQL function (no SET, no SECURITY DEFINER): otherwise it is not
+-- inlined and every call scans the whole table.
+CREATE OR REPLACE FUNCTION medrag_nearest_in(source text, query_embedding vector, n integer, filters jsonb)
+RETURNS TABLE (chunk_id bigint, distance double precision)
+LANGUAGE sql STABLE
+AS $$
+    SELECT c.id, c.embedding <=> query_embedding
+    FROM chunk c JOIN document d ON d.id = c.document_id JOIN release rel ON rel.id = d.release_id,
+         -- the filters behind OFFSET 0: seen as constants, they get selectivity guesses (0.5% of the documents
+         -- for no filter at all) that make a sort of every distance look cheaper than the index
+         (SELECT filters OFFSET 0) opaque(f)
+    WHERE c.source = medrag_nearest_in.source AND c.embedding IS NOT NULL AND query_embedding IS NOT NULL
+      AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date, d.metadata,
+                                  rel.label, opaque.f)
+    ORDER BY c.embedding <=> query_embedding
+    LIMIT n
+$$;
+
+-- Could a chunk of this source pass the filters at all? A branch that cannot is not run: an iterative index scan
+-- would otherwise walk its whole graph looking for one row (manual and chapter are IOM-only filters).
+CREATE OR REPLACE FUNCTION medrag_source_wanted(source text, filters jsonb)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT (NOT filters ? 'source' OR filters -> 'source' ? source)
+       AND (source = 'iom' OR NOT (filters ? 'manual' OR filters ? 'chapter'))
+$$;
+
+-- The n nearest chunks of each group (code: HCPCS and ICD-10-CM documents; policy: NCDs, LCDs, Articles, manuals)
+-- that pass the filters, by cosine distance. Each source has a partial HNSW index of its own, so one group never
+-- crowds the other out and a source filter scans only its own graph. Named keys are few chunks: exact distances.
+-- A new document source needs its index (migration 0009) and its branch here.
+CREATE OR REPLACE FUNCTION medrag_nearest(query_embedding vector, n integer DEFAULT 10,
+                                          filters jsonb DEFAULT '{}'::jsonb)
+RETURNS TABLE (chunk_id bigint, grp text, distance double precision)
+LANGUAGE sql STABLE
+-- relaxed_order: a selective filter keeps the HNSW scan going until enough rows pass (pgvector >= 0.8). ef_search
+-- 200: on the dev questions, the ICD-10-CM graph (47k short, near-duplicate texts) gives recall@10 0.84 at 100,
+-- 0.91 at 200, 0.95 at 400, and the whole search 0.96 / 0.98 / 0.99; 400 costs ~7 ms more per query.
+SET hnsw.iterative_scan = 'relaxed_order'
+SET hnsw.ef_search = 200
+AS $$
+    WITH settings AS (
+        SELECT coalesce(filters, '{}'::jsonb) AS f,
+               CASE jsonb_typeof(filters -> 'key')
+                   WHEN 'array' THEN ARRAY(SELECT jsonb_array_elements_text(filters -> 'key'))
+                   WHEN 'string' THEN ARRAY[filters ->> 'key'] END AS keys
+    ),
+    near AS (
+        -- sub-selects of settings: one-time filters, so a branch not taken does not run at all
+        SELECT chunk_id, 'code' AS grp, distance FROM medrag_nearest_in('hcpcs', query_embedding, n, filters)
+        WHERE (SELECT keys IS NULL AND medrag_source_wanted('hcpcs', f) FROM settings)
+        UNION ALL
+        SELECT chunk_id, 'code', distance FROM medrag_nearest_in('icd10cm', query_embedding, n, filters)
+        WHERE (SELECT keys IS NULL AND medrag_source_wanted('icd10cm', f) FROM settings)
+        UNION ALL
+        SELECT chunk_id, 'policy', distance FROM medrag_nearest_in('ncd', query_embedding, n, filters)
+        WHERE (SELECT keys IS NULL AND medrag_source_wanted('ncd', f) FROM settings)
+        UNION ALL
+        SELECT chunk_id, 'policy', distance FROM medrag_nearest_in('lcd', query_embedding, n, filters)
+        WHERE (SELECT keys IS NULL AND medrag_source_wanted('lcd', f) FROM settings)
+        UNION ALL
+        SELECT chunk_id, 'policy', distance FROM medrag_nearest_in('article', query_embedding, n, filters)
+        WHERE (SELECT keys IS NULL AND medrag_source_wanted('article', f) FROM settings)
+        UNION ALL
+        SELECT chunk_id, 'policy', distance FROM medrag_nearest_in('iom', query_embedding, n, filters)
+        WHERE (SELECT keys IS NULL AND medrag_source_wanted('iom', f) FROM settings)
+        UNION ALL
+        SELECT c.id, CASE WHEN d.source IN ('hcpcs', 'icd10cm') THEN 'code' ELSE 'policy' END,
+               c.embedding <=> query_embedding
+        FROM settings s
+        JOIN document d ON d.key = ANY (s.keys)
+        JOIN release rel ON rel.id = d.release_id
+        JOIN chunk c ON c.document_id = d.id
+        WHERE (SELECT keys IS NOT NULL FROM settings) AND query_embedding IS NOT NULL AND c.embedding IS NOT NULL
+          AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date,
+                                      d.metadata, rel.label, s.f)
+    )
+    SELECT ranked.chunk_id, ranked.grp, ranked.distance
+    FROM (SELECT near.*, row_number() OVER (PARTITION BY near.grp ORDER BY near.distance, near.chunk_id) AS nth
+          FROM near) ranked
+    WHERE ranked.nth <= n
+$$;
+
 -- Hybrid search in one statement: HNSW cosine neighbours, full text (ts_rank over log length: ts_rank_cd ranked
 -- worse on the dev questions and costs several times more per row), trigram title similarity (when a word is
 -- misspelt) and exact identifiers, fused by reciprocal rank fusion. Code documents (HCPCS, ICD-10-CM: 47k of the
@@ -258,28 +335,12 @@ CREATE OR REPLACE FUNCTION medrag_search(query_embedding vector, query_text text
 RETURNS TABLE (rank integer, score double precision, chunk_id bigint, document_id bigint, source text, key text,
                title text, heading text, text text, release text, url text, matched text)
 LANGUAGE sql STABLE
--- relaxed_order: a selective filter keeps the HNSW scan going until enough rows pass (pgvector >= 0.8).
-SET hnsw.iterative_scan = 'relaxed_order'
-SET hnsw.ef_search = 100
 AS $$
     WITH settings AS (
         SELECT greatest(coalesce(k, 10), 1) AS k, greatest(coalesce(k, 10), 1) * 5 + 20 AS pool,
                q.match_query, q.rank_query, q.misspelt, medrag_query_intent(query_text) AS intent,
-               coalesce(filters, '{}'::jsonb) AS f, narrow.keys, narrow.sources,
-               -- named keys, or sources holding few chunks: exact distances over those chunks beat an index scan
-               -- that has to skip nearly every row it visits (and are exact)
-               narrow.keys IS NOT NULL
-                   OR coalesce((SELECT sum(size.chunks) FROM medrag_source_size size
-                                WHERE size.source = ANY (narrow.sources)) <= 20000, false) AS narrow
-        FROM medrag_text_queries(query_text) q,
-             LATERAL (
-                 SELECT CASE jsonb_typeof(filters -> 'key')
-                            WHEN 'array' THEN ARRAY(SELECT jsonb_array_elements_text(filters -> 'key'))
-                            WHEN 'string' THEN ARRAY[filters ->> 'key'] END AS keys,
-                        CASE jsonb_typeof(filters -> 'source')
-                            WHEN 'array' THEN ARRAY(SELECT jsonb_array_elements_text(filters -> 'source'))
-                            WHEN 'string' THEN ARRAY[filters ->> 'source'] END AS sources
-             ) narrow
+               coalesce(filters, '{}'::jsonb) AS f
+        FROM medrag_text_queries(query_text) q
     ),
     candidate AS NOT MATERIALIZED (
         -- documents with their release label and group, in the shape the filter function takes
@@ -288,41 +349,9 @@ AS $$
         FROM document d JOIN release rel ON rel.id = d.release_id
     ),
     vector_leg AS (
-        SELECT hit.id, hit.grp, hit.r, hit.distance FROM (
-            SELECT near.id, near.grp, near.distance,
-                   row_number() OVER (PARTITION BY near.grp ORDER BY near.distance, near.id) AS r
-            FROM (
-                (SELECT c.id, d.grp, c.embedding <=> query_embedding AS distance
-                 FROM chunk c JOIN candidate d ON d.id = c.document_id, settings s
-                 -- sub-selects of settings, not s.narrow: they become one-time filters, so the branch not
-                 -- taken does not run at all
-                 WHERE query_embedding IS NOT NULL AND (SELECT NOT narrow FROM settings)
-                   AND c.embedding IS NOT NULL
-                   AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date,
-                                               d.termination_date, d.metadata, d.label, s.f)
-                 ORDER BY c.embedding <=> query_embedding
-                 -- pool * 4 written from k itself: a plan for known k then sees a small limit (a sub-select
-                 -- limit is guessed at 10% of the rows, and at 300k chunks a full scan + sort looks cheaper)
-                 LIMIT greatest(coalesce(medrag_search.k, 10), 1) * 20 + 80)
-                UNION ALL
-                (SELECT c.id, d.grp, c.embedding <=> query_embedding AS distance
-                 FROM settings s
-                 JOIN candidate d ON d.id IN (
-                     -- each arm an index lookup (by key, else by source); only one arm has rows
-                     SELECT named.id FROM document named WHERE named.key = ANY (s.keys)
-                     UNION ALL
-                     SELECT of_source.id FROM document of_source
-                     WHERE s.keys IS NULL AND of_source.source = ANY (s.sources))
-                 JOIN chunk c ON c.document_id = d.id
-                 WHERE query_embedding IS NOT NULL AND (SELECT narrow FROM settings)
-                   AND c.embedding IS NOT NULL
-                   AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date,
-                                               d.termination_date, d.metadata, d.label, s.f)
-                 ORDER BY distance
-                 LIMIT greatest(coalesce(medrag_search.k, 10), 1) * 20 + 80)
-            ) near
-        ) hit
-        WHERE hit.r <= (SELECT pool FROM settings)
+        SELECT near.chunk_id AS id, near.grp, near.distance,
+               row_number() OVER (PARTITION BY near.grp ORDER BY near.distance, near.chunk_id) AS r
+        FROM medrag_nearest(query_embedding, greatest(coalesce(k, 10), 1) * 5 + 20, filters) near
     ),
     text_leg AS (
         SELECT hit.id, hit.grp, hit.r

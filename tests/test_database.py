@@ -38,7 +38,12 @@ def test_extensions_are_installed_at_the_versions_we_need(db_url: str) -> None:
 def test_chunk_indexes_are_hnsw_cosine_and_gin(db_url: str) -> None:
     with psycopg.connect(libpq_url(db_url)) as conn:
         indexes = dict(conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'chunk'").fetchall())
-    assert "USING hnsw (embedding vector_cosine_ops)" in indexes["chunk_embedding_hnsw"]
+    # one graph per document source, each with the predicate medrag_nearest_in's calls repeat
+    for source in ("ncd", "lcd", "article", "iom", "hcpcs", "icd10cm"):
+        definition = indexes[f"chunk_embedding_{source}_hnsw"]
+        assert "USING hnsw (embedding vector_cosine_ops)" in definition
+        assert definition.endswith(f"WHERE (source = '{source}'::text)")
+    assert "chunk_embedding_hnsw" not in indexes
     assert "USING gin (tsv)" in indexes["chunk_tsv_gin"]
 
 
@@ -74,8 +79,11 @@ def test_vectors_and_generated_full_text_round_trip(engine) -> None:
         matched = conn.execute(
             text("SELECT text FROM chunk WHERE tsv @@ websearch_to_tsquery('english', 'oxygen')")
         ).scalars().all()
+        sources = conn.execute(text("SELECT DISTINCT source FROM chunk WHERE document_id = :d"),
+                               {"d": document_id}).scalars().all()
     assert nearest == "wheelchair seating"
     assert matched == ["oxygen therapy at home"]
+    assert sources == ["ncd"]  # written by the trigger: the insert did not name it
 
 
 def test_only_one_current_release_per_source(engine) -> None:

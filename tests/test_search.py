@@ -107,24 +107,36 @@ def test_lay_terms_rank_the_code_whose_wording_they_explain(indexed_engine, embe
     assert plain.hits[0].key == "E1390"
 
 
-def test_narrow_filters_search_exact_distances(indexed_engine, embedder) -> None:
-    """A filter on few chunks (named keys, small sources) skips the HNSW index: the true nearest chunk is found."""
+def test_nearest_searches_each_group_apart_and_finds_the_true_nearest(indexed_engine, embedder) -> None:
+    """medrag_nearest: n chunks per group from the group's own index; a source filter gets its true nearest chunk."""
+    question = "portable oxygen concentrator for travel"
+    vector = vector_literal(embedder.embed(question))
+    exact = ("SELECT c.id, c.document_id FROM chunk c JOIN document d ON d.id = c.document_id "
+             "WHERE c.embedding IS NOT NULL AND d.is_current AND d.source = ANY(:sources) "
+             "AND coalesce(d.metadata ->> 'is_current_version', 'true') = 'true' "
+             "ORDER BY c.embedding <=> CAST(:q AS vector) LIMIT 1")
+    nearest = ("SELECT n.chunk_id, n.grp, n.distance, c.source, d.key FROM medrag_nearest(CAST(:q AS vector), :n, "
+               "CAST(:f AS jsonb)) n JOIN chunk c ON c.id = n.chunk_id JOIN document d ON d.id = c.document_id "
+               "ORDER BY n.grp, n.distance")
     with indexed_engine.connect() as conn:
-        sizes = dict(conn.execute(text("SELECT source, chunks FROM medrag_source_size")).all())
-        counted = dict(conn.execute(text("SELECT d.source, count(*) FROM chunk c JOIN document d ON d.id = "
-                                         "c.document_id WHERE d.is_current GROUP BY d.source")).all())
-        assert sizes == counted
-        question = "portable oxygen concentrator for travel"
-        nearest = conn.execute(text(
-            "SELECT d.id FROM chunk c JOIN document d ON d.id = c.document_id "
-            "WHERE d.source = 'ncd' AND d.is_current AND coalesce(d.metadata ->> 'is_current_version', 'true') = "
-            "'true' ORDER BY c.embedding <=> CAST(:q AS vector) LIMIT 1"),
-            {"q": vector_literal(embedder.embed(question))}).scalar_one()
+        groups = dict(conn.execute(text(
+            "SELECT CASE WHEN source IN ('hcpcs', 'icd10cm') THEN 'code' ELSE 'policy' END, count(*) "
+            "FROM chunk WHERE embedding IS NOT NULL GROUP BY 1")).all())
+        both = conn.execute(text(nearest), {"q": vector, "n": 7, "f": "{}"}).all()
+        ncd_only = conn.execute(text(nearest), {"q": vector, "n": 7, "f": '{"source": "ncd"}'}).all()
+        true_ncd = conn.execute(text(exact), {"q": vector, "sources": ["ncd"]}).one()
+        one_key = conn.execute(text(nearest), {"q": vector, "n": 3, "f": '{"key": ["240.2"]}'}).all()
+    for group, embedded in groups.items():
+        rows = [row for row in both if row.grp == group]
+        assert len(rows) == min(7, embedded)
+        assert all((row.source in ("hcpcs", "icd10cm")) == (group == "code") for row in rows)
+        assert [row.distance for row in rows] == sorted(row.distance for row in rows)
+    assert len(ncd_only) == 7 and {row.source for row in ncd_only} == {"ncd"}
+    assert ncd_only[0].chunk_id == true_ncd.id
+    assert one_key and len(one_key) <= 3 and {row.key for row in one_key} == {"240.2"}
     result = search(indexed_engine, question, k=10, filters=SearchFilters(sources=("ncd",)), embedder=embedder)
     # (its document, not necessarily that chunk: at most two chunks of a document are returned)
-    assert any(hit.document_id == nearest and "vector" in hit.matched for hit in result.hits)
-    one_key = search(indexed_engine, question, k=3, filters=SearchFilters(keys=("240.2",)), embedder=embedder)
-    assert one_key.hits and {hit.key for hit in one_key.hits} == {"240.2"}
+    assert any(hit.document_id == true_ncd.document_id and "vector" in hit.matched for hit in result.hits)
 
 
 def test_full_text_matches_on_the_rarer_words_only(indexed_engine) -> None:

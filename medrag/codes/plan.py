@@ -262,8 +262,10 @@ hit AS (
 )"""
 
 
-def _vector_hit(_system: str) -> str:
-    return """
+def _vector_hit(system: str) -> str:
+    # the source written as a constant, as in its partial HNSW index's predicate (migration 0009): a bound
+    # parameter would not let the planner prove that the index covers the rows
+    return f"""
 hit AS (
     SELECT d.key AS code, (row_number() OVER (ORDER BY n.distance, d.key))::int AS leg_rank,
            (1 - n.distance)::float AS leg_score
@@ -271,7 +273,7 @@ hit AS (
         SELECT c.document_id, c.embedding <=> CAST(:embedding AS vector) AS distance
         FROM chunk c
         JOIN document d ON d.id = c.document_id
-        WHERE d.source = :source AND d.is_current AND c.embedding IS NOT NULL
+        WHERE c.source = '{DOCUMENT_SOURCE[system]}' AND d.is_current AND c.embedding IS NOT NULL
         ORDER BY c.embedding <=> CAST(:embedding AS vector)
         LIMIT :limit
     ) n
