@@ -6,7 +6,7 @@ Part 1 (real corpus, warm): p50/p95 of query embedding (ONNX) and of the medrag_
 Part 2 (scale): a scratch database with `--scale` chunks: real texts and real vectors, each copied with small
 Gaussian noise (renormalised) so the copies keep the real clusters; sources in the real proportions. For
 unfiltered and filtered (one source, one key) queries: p95 of medrag_search and recall@10 of its vector leg
-(medrag_nearest: the HNSW index of each group) against exact search (sequential scan) on the same filter.
+(medrag_nearest: the HNSW index of each source) against exact search (sequential scan) on the same filter.
 """
 
 from __future__ import annotations
@@ -72,11 +72,10 @@ def fill_scaled(source_url: str, url: str, scale: int, seed: int) -> None:
         release = conn.execute("INSERT INTO release (source, label, status, is_current) "
                                "VALUES ('bench', 'scale', 'loaded', true) RETURNING id").fetchone()[0]
         # the HNSW indexes are built once after the load: much faster than row by row
-        hnsw_indexes = [row[0] for row in conn.execute(
-            "SELECT indexdef FROM pg_indexes WHERE tablename = 'chunk' AND indexdef LIKE '%USING hnsw%'")]
-        for index in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'chunk' "
-                                  "AND indexdef LIKE '%USING hnsw%'").fetchall():
-            conn.execute(f'DROP INDEX "{index[0]}"')
+        hnsw_indexes = conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'chunk' "
+                                    "AND indexdef LIKE '%USING hnsw%'").fetchall()
+        for name, _definition in hnsw_indexes:
+            conn.execute(f'DROP INDEX "{name}"')
         written = 0
         for copy_number in range(copies):
             with conn.cursor().copy("COPY document (id, release_id, source, key, version, title, content_hash, "
@@ -101,8 +100,8 @@ def fill_scaled(source_url: str, url: str, scale: int, seed: int) -> None:
         conn.commit()
         started = time.perf_counter()
         conn.execute("SET maintenance_work_mem = '1GB'")
-        for index in hnsw_indexes:  # as the migrations made them
-            conn.execute(index)
+        for _name, definition in hnsw_indexes:  # as the migrations made them
+            conn.execute(definition)
         conn.execute("ANALYZE")
         conn.execute("SELECT medrag_refresh_terms()")  # the full-text query's corpus counts, as a refresh does
         conn.commit()

@@ -237,10 +237,10 @@ AS $$
     FROM to_tsvector('english', coalesce(query_text, '')) AS words
 $$;
 
--- The n nearest chunks of one source that pass the filters: a branch of medrag_nearest. Called with source written
--- as a constant, it is inlined into the caller, and the constant is what lets the planner use that source's partial
--- HNSW index (migration 0009). Keep it a plain SQL function (no SET, no SECURITY DEFINER): otherwise it is not
--- inlined and every call scans the whole table.
+-- The n nearest chunks of one source that pass the filters: a branch of medrag_nearest (none under a key filter:
+-- named keys get exact distances there). Called with source written as a constant, it is inlined into the caller,
+-- and the constant is what lets the planner use that source's partial HNSW index (migration 0009). Keep it a plain
+-- SQL function (no SET, no SECURITY DEFINER): otherwise it is not inlined and every call scans the whole table.
 CREATE OR REPLACE FUNCTION medrag_nearest_in(source text, query_embedding vector, n integer, filters jsonb)
 RETURNS TABLE (chunk_id bigint, distance double precision)
 LANGUAGE sql STABLE
@@ -251,14 +251,16 @@ AS $$
          -- for no filter at all) that make a sort of every distance look cheaper than the index
          (SELECT filters OFFSET 0) opaque(f)
     WHERE c.source = medrag_nearest_in.source AND c.embedding IS NOT NULL AND query_embedding IS NOT NULL
+      -- row-independent: a one-time filter, so a source that cannot pass is not scanned at all
+      AND NOT filters ? 'key' AND medrag_source_wanted(medrag_nearest_in.source, filters)
       AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date, d.metadata,
                                   rel.label, opaque.f)
     ORDER BY c.embedding <=> query_embedding
     LIMIT n
 $$;
 
--- Could a chunk of this source pass the filters at all? A branch that cannot is not run: an iterative index scan
--- would otherwise walk its whole graph looking for one row (manual and chapter are IOM-only filters).
+-- Could a chunk of this source pass the filters at all? An iterative index scan of a source that cannot would walk
+-- its whole graph looking for one row (manual and chapter are IOM-only filters).
 CREATE OR REPLACE FUNCTION medrag_source_wanted(source text, filters jsonb)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -288,24 +290,12 @@ AS $$
                    WHEN 'string' THEN ARRAY[filters ->> 'key'] END AS keys
     ),
     near AS (
-        -- sub-selects of settings: one-time filters, so a branch not taken does not run at all
         SELECT chunk_id, 'code' AS grp, distance FROM medrag_nearest_in('hcpcs', query_embedding, n, filters)
-        WHERE (SELECT keys IS NULL AND medrag_source_wanted('hcpcs', f) FROM settings)
-        UNION ALL
-        SELECT chunk_id, 'code', distance FROM medrag_nearest_in('icd10cm', query_embedding, n, filters)
-        WHERE (SELECT keys IS NULL AND medrag_source_wanted('icd10cm', f) FROM settings)
-        UNION ALL
-        SELECT chunk_id, 'policy', distance FROM medrag_nearest_in('ncd', query_embedding, n, filters)
-        WHERE (SELECT keys IS NULL AND medrag_source_wanted('ncd', f) FROM settings)
-        UNION ALL
-        SELECT chunk_id, 'policy', distance FROM medrag_nearest_in('lcd', query_embedding, n, filters)
-        WHERE (SELECT keys IS NULL AND medrag_source_wanted('lcd', f) FROM settings)
-        UNION ALL
-        SELECT chunk_id, 'policy', distance FROM medrag_nearest_in('article', query_embedding, n, filters)
-        WHERE (SELECT keys IS NULL AND medrag_source_wanted('article', f) FROM settings)
-        UNION ALL
-        SELECT chunk_id, 'policy', distance FROM medrag_nearest_in('iom', query_embedding, n, filters)
-        WHERE (SELECT keys IS NULL AND medrag_source_wanted('iom', f) FROM settings)
+        UNION ALL SELECT chunk_id, 'code', distance FROM medrag_nearest_in('icd10cm', query_embedding, n, filters)
+        UNION ALL SELECT chunk_id, 'policy', distance FROM medrag_nearest_in('ncd', query_embedding, n, filters)
+        UNION ALL SELECT chunk_id, 'policy', distance FROM medrag_nearest_in('lcd', query_embedding, n, filters)
+        UNION ALL SELECT chunk_id, 'policy', distance FROM medrag_nearest_in('article', query_embedding, n, filters)
+        UNION ALL SELECT chunk_id, 'policy', distance FROM medrag_nearest_in('iom', query_embedding, n, filters)
         UNION ALL
         SELECT c.id, CASE WHEN d.source IN ('hcpcs', 'icd10cm') THEN 'code' ELSE 'policy' END,
                c.embedding <=> query_embedding
@@ -313,6 +303,7 @@ AS $$
         JOIN document d ON d.key = ANY (s.keys)
         JOIN release rel ON rel.id = d.release_id
         JOIN chunk c ON c.document_id = d.id
+        -- a sub-select of settings: a one-time filter, so without keys this branch does not run
         WHERE (SELECT keys IS NOT NULL FROM settings) AND query_embedding IS NOT NULL AND c.embedding IS NOT NULL
           AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date,
                                       d.metadata, rel.label, s.f)

@@ -7,26 +7,22 @@ Revision ID: 0005
 Revises: 0004
 """
 
-from pathlib import Path
-
 from alembic import op
+
+from medrag.migrate import run_sql_files
 
 revision = "0005"
 down_revision = "0004"
 branch_labels = None
 depends_on = None
 
-SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
 VIEWS = ("v_hcpcs_history", "v_icd10cm_history", "v_release_history", "v_lcd_hcpcs", "v_ncd_current",
          "v_icd10cm_current", "v_hcpcs_current", "v_chunk")
 
 
 def upgrade() -> None:
     op.execute("CREATE INDEX IF NOT EXISTS document_title_trgm ON document USING gin (lower(title) gin_trgm_ops)")
-    # today's search.sql may read columns a later revision adds (chunk.source, 0009): bodies are checked when run
-    op.execute("SET LOCAL check_function_bodies = off")
-    for name in ("views.sql", "search.sql", "roles.sql"):
-        op.execute((SQL_DIR / name).read_text())
+    run_sql_files("views.sql", "search.sql", "roles.sql")
 
 
 def downgrade() -> None:

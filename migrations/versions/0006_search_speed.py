@@ -7,25 +7,20 @@ Revision ID: 0006
 Revises: 0005
 """
 
-from pathlib import Path
-
 from alembic import op
+
+from medrag.migrate import run_sql_files
 
 revision = "0006"
 down_revision = "0005"
 branch_labels = None
 depends_on = None
 
-SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
-
 
 def upgrade() -> None:
     op.execute("DROP FUNCTION IF EXISTS medrag_document_matches(document, text, jsonb)")
     op.execute("DROP FUNCTION IF EXISTS medrag_text_query(text)")
-    # today's search.sql may read columns a later revision adds (chunk.source, 0009): bodies are checked when run
-    op.execute("SET LOCAL check_function_bodies = off")
-    for name in ("search.sql", "roles.sql"):
-        op.execute((SQL_DIR / name).read_text())
+    run_sql_files("search.sql", "roles.sql")
     op.execute("SELECT medrag_refresh_terms()")
 
 

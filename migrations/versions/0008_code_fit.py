@@ -11,23 +11,18 @@ Revision ID: 0008
 Revises: 0007
 """
 
-from pathlib import Path
-
 from alembic import op
+
+from medrag.migrate import run_sql_files
 
 revision = "0008"
 down_revision = "0007"
 branch_labels = None
 depends_on = None
 
-SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
-
 
 def upgrade() -> None:
-    # today's search.sql may read columns a later revision adds (chunk.source, 0009): bodies are checked when run
-    op.execute("SET LOCAL check_function_bodies = off")
-    for name in ("search.sql", "roles.sql"):
-        op.execute((SQL_DIR / name).read_text())
+    run_sql_files("search.sql", "roles.sql")
     op.execute("SELECT medrag_refresh_terms()")
 
 

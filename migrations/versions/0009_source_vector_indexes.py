@@ -11,16 +11,15 @@ Revision ID: 0009
 Revises: 0008
 """
 
-from pathlib import Path
-
 from alembic import op
+
+from medrag.migrate import run_sql_files
 
 revision = "0009"
 down_revision = "0008"
 branch_labels = None
 depends_on = None
 
-SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
 SOURCES = ("ncd", "lcd", "article", "iom", "hcpcs", "icd10cm")
 HNSW = "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 200)"
 SOURCE_INDEXES = tuple(f"CREATE INDEX chunk_embedding_{source}_hnsw ON chunk {HNSW} WHERE source = '{source}'"
@@ -48,8 +47,7 @@ def upgrade() -> None:
     op.execute(CHUNK_SOURCE_TRIGGER)
     for statement in SOURCE_INDEXES:
         op.execute(statement)
-    for name in ("search.sql", "roles.sql"):
-        op.execute((SQL_DIR / name).read_text())
+    run_sql_files("search.sql", "roles.sql")
     # chunks per source told medrag_search when a source filter was narrow enough for exact distances: no longer
     op.execute("DROP TABLE IF EXISTS medrag_source_size")
     op.execute("ANALYZE chunk")
