@@ -101,6 +101,11 @@ class Document(Base):
     chunks: Mapped[list[Chunk]] = relationship(back_populates="document", cascade="all, delete-orphan")
 
 
+# HNSW build settings of each source's graph: ICD-10-CM's near-duplicate descriptions need a denser one (migration 0010)
+DEFAULT_HNSW_BUILD = {"m": 16, "ef_construction": 200}
+HNSW_BUILD = {"icd10cm": {"m": 24, "ef_construction": 400}}
+
+
 class Chunk(Base):
     """A piece of a document sized for the embedding model, with its vector and full-text index."""
 
@@ -113,7 +118,7 @@ class Chunk(Base):
                 f"chunk_embedding_{source}_hnsw",
                 "embedding",
                 postgresql_using="hnsw",
-                postgresql_with={"m": 16, "ef_construction": 200},
+                postgresql_with=HNSW_BUILD.get(source, DEFAULT_HNSW_BUILD),
                 postgresql_ops={"embedding": "vector_cosine_ops"},
                 postgresql_where=text(f"source = '{source}'"),
             )

@@ -330,6 +330,15 @@ AS $$
     WITH settings AS (
         SELECT greatest(coalesce(k, 10), 1) AS k, greatest(coalesce(k, 10), 1) * 5 + 20 AS pool,
                q.match_query, q.rank_query, q.misspelt, medrag_query_intent(query_text) AS intent,
+               -- the query says there is no complication, or that a detail is not known: ICD-10-CM's rule is then the
+               -- code that says so ("without complications", "unspecified")
+               CASE WHEN query_text ~* '\m(no|without)\s+complications?\M|\muncomplicated\M' THEN 'uncomplicated'
+                    WHEN query_text ~* '\mnot\s+(documented|stated|specified|further specified|known)\M'
+                                       '|\munspecified\M|\munknown\M' THEN 'unspecified' END AS vague,
+               -- "diagnosis code", "ICD-10": the code group's ICD-10-CM codes first; "HCPCS": its HCPCS codes
+               CASE WHEN query_text ~* '\micd(-?10(-?cm)?)?\M|\m(diagnosis|diagnostic|dx)\s+codes?\M'
+                        THEN 'icd10cm'
+                    WHEN query_text ~* '\mhcpcs\M' THEN 'hcpcs' END AS code_system,
                coalesce(filters, '{}'::jsonb) AS f
         FROM medrag_text_queries(query_text) q
     ),
@@ -404,13 +413,17 @@ AS $$
                        (SELECT count(*) FROM unnest(w.short_lexemes) t WHERE t = ANY (ql.lexemes))::float
                            / nullif(cardinality(w.short_lexemes), 0))
                    * CASE WHEN w.is_header THEN 0.6 WHEN w.is_measure THEN 0.4 ELSE 1 END
-                   + CASE WHEN w.is_default THEN 0.05 ELSE 0 END AS fit
+                   + CASE WHEN s.vague = 'uncomplicated' AND d.title ~* 'without complications?$|uncomplicated'
+                               OR s.vague = 'unspecified' AND d.title ~* 'unspecified|\mNOS\M|not specified'
+                          THEN 0.3
+                          WHEN w.is_default THEN 0.05 ELSE 0 END AS fit
             FROM (SELECT id, grp, sum(1.0 / (60 + r)) AS rrf
                   FROM (SELECT id, grp, r FROM vector_leg UNION ALL SELECT id, grp, r FROM text_leg) both_legs
                   WHERE grp = 'code' GROUP BY id, grp) pooled
             JOIN chunk c ON c.id = pooled.id
             JOIN medrag_code_wording w ON w.document_id = c.document_id
-            CROSS JOIN query_lexeme ql
+            JOIN document d ON d.id = c.document_id
+            CROSS JOIN query_lexeme ql CROSS JOIN settings s
         ) hit
         WHERE hit.fit > 0
     ),
@@ -422,19 +435,22 @@ AS $$
         UNION ALL SELECT id, grp, r, 'fit', 2.0 FROM fit_leg
     ),
     fused AS (
-        SELECT id, grp, sum(weight / (60 + r)) AS rrf, sum(weight / (60 + r)) FILTER (WHERE leg <> 'fit') AS found,
+        SELECT id, grp, sum(weight / (20 + r)) AS rrf, sum(weight / (20 + r)) FILTER (WHERE leg <> 'fit') AS found,
                bool_or(leg = 'exact') AS exact,
                string_agg(leg, '+' ORDER BY leg) AS matched
         FROM legs GROUP BY id, grp
     ),
     per_document AS (
-        SELECT f.*, c.document_id,
+        SELECT f.*, c.document_id, c.source,
                row_number() OVER (PARTITION BY c.document_id ORDER BY f.exact DESC, f.rrf DESC, f.id) AS nth
         FROM fused f JOIN chunk c ON c.id = f.id
     ),
     in_group AS (
-        SELECT p.*, row_number() OVER (PARTITION BY p.grp ORDER BY p.exact DESC, p.rrf DESC, p.id) AS group_rank
-        FROM per_document p
+        -- a document's second chunk after every document's first: five different documents beat two views of one
+        SELECT p.*, row_number() OVER (PARTITION BY p.grp
+                                       ORDER BY p.exact DESC, p.source = s.code_system DESC NULLS LAST, p.nth,
+                                                p.rrf DESC, p.id) AS group_rank
+        FROM per_document p, settings s
         WHERE p.nth <= 2
     ),
     leader AS (

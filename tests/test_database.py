@@ -43,6 +43,8 @@ def test_chunk_indexes_are_hnsw_cosine_and_gin(db_url: str) -> None:
         definition = indexes[f"chunk_embedding_{source}_hnsw"]
         assert "USING hnsw (embedding vector_cosine_ops)" in definition
         assert definition.endswith(f"WHERE (source = '{source}'::text)")
+    # the near-duplicate ICD-10-CM descriptions get the denser graph (migration 0010)
+    assert "m='24', ef_construction='400'" in indexes["chunk_embedding_icd10cm_hnsw"]
     assert "chunk_embedding_hnsw" not in indexes
     assert "USING gin (tsv)" in indexes["chunk_tsv_gin"]
 
