@@ -443,7 +443,7 @@ AS $$
         UNION ALL SELECT id, grp, r, 'fit', 2.0 FROM fit_leg
     ),
     fused AS (
-        SELECT id, grp, sum(weight / (20 + r)) AS rrf, sum(weight / (20 + r)) FILTER (WHERE leg <> 'fit') AS found,
+        SELECT id, grp, sum(weight / (60 + r)) AS rrf, sum(weight / (60 + r)) FILTER (WHERE leg <> 'fit') AS found,
                bool_or(leg = 'exact') AS exact,
                string_agg(leg, '+' ORDER BY leg) AS matched
         FROM legs GROUP BY id, grp
@@ -454,9 +454,8 @@ AS $$
         FROM fused f JOIN chunk c ON c.id = f.id
     ),
     in_group AS (
-        -- a document's second chunk after every document's first: five different documents beat two views of one
         SELECT p.*, row_number() OVER (PARTITION BY p.grp
-                                       ORDER BY p.exact DESC, p.source = s.code_system DESC NULLS LAST, p.nth,
+                                       ORDER BY p.exact DESC, p.source = s.code_system DESC NULLS LAST,
                                                 p.rrf DESC, p.id) AS group_rank
         FROM per_document p, settings s
         WHERE p.nth <= 2

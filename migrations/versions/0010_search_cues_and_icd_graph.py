@@ -3,8 +3,8 @@
 ICD-10-CM is 47k short, near-duplicate descriptions: with m 16 / ef_construction 200 its graph gave recall@10 0.91
 against exact search (dev questions, source=icd10cm, ef_search 200) and never reached "Zoster without complications"
 from "shingles with no complications" at any ef_search; m 24 / ef_construction 400, built without parallel workers,
-gives 0.96 and finds it. The build takes ~45 s on two cores. sql/search.sql is re-run for the new fusion constant,
-the one-document-one-slot ordering and the query cues (see medrag_search).
+gives 0.96 and finds it. The build takes ~45 s on two cores. sql/search.sql is re-run for medrag_search's query cues
+("no complications", "diagnosis code") and the plans kept per session (plan_cache_mode).
 
 Revision ID: 0010
 Revises: 0009
