@@ -339,7 +339,7 @@ AS $$
                -- code that says so ("without complications", "unspecified")
                CASE WHEN query_text ~* '\m(no|without)\s+complications?\M|\muncomplicated\M' THEN 'uncomplicated'
                     WHEN query_text ~* '\mnot\s+(documented|stated|specified|further specified|known)\M'
-                                       '|\munspecified\M|\munknown\M' THEN 'unspecified' END AS vague,
+                                       '|\munspecified\M|\munknown\M' THEN 'unspecified' END AS default_cue,
                -- "diagnosis code", "ICD-10": the code group's ICD-10-CM codes first; "HCPCS": its HCPCS codes
                CASE WHEN query_text ~* '\micd(-?10(-?cm)?)?\M|\m(diagnosis|diagnostic|dx)\s+codes?\M'
                         THEN 'icd10cm'
@@ -419,7 +419,7 @@ AS $$
                            / nullif(cardinality(w.short_lexemes), 0))
                    * CASE WHEN w.is_header THEN 0.6 WHEN w.is_measure THEN 0.4 ELSE 1 END
                    -- the code that says what the query says is not known or absent; else a default wins a tie
-                   + CASE WHEN CASE s.vague
+                   + CASE WHEN CASE s.default_cue
                                    WHEN 'uncomplicated' THEN d.title ~* 'without complications?$|uncomplicated'
                                    WHEN 'unspecified' THEN d.title ~* 'unspecified|\mNOS\M|not specified' END
                           THEN 0.3

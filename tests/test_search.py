@@ -107,6 +107,16 @@ def test_lay_terms_rank_the_code_whose_wording_they_explain(indexed_engine, embe
     assert plain.hits[0].key == "E1390"
 
 
+def test_query_cues_pick_the_code_that_says_so(indexed_engine, embedder) -> None:
+    """"no complications" favours the code that says "without complications"; "diagnosis code" puts ICD-10-CM first."""
+    icd = SearchFilters(sources=("icd10cm",))
+    shingles = search(indexed_engine, "shingles with no complications", k=3, filters=icd, embedder=embedder)
+    assert shingles.hits[0].key == "B02.9"  # Zoster without complications
+    chf = search(indexed_engine, "diagnosis code for CHF", k=6, embedder=embedder)
+    codes = [hit.source for hit in chf.hits if hit.source in ("hcpcs", "icd10cm")]
+    assert codes and set(codes) == {"icd10cm"}
+
+
 def test_nearest_searches_each_group_apart_and_finds_the_true_nearest(indexed_engine, embedder) -> None:
     """medrag_nearest: n chunks per group from the group's own index; a source filter gets its true nearest chunk."""
     question = "portable oxygen concentrator for travel"
