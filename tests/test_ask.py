@@ -423,3 +423,44 @@ def test_gates_on_hand_made_sources(indexed_engine):
         [], ["unsupported_citation:2"], [], ["code_not_in_cited_sources:E1390", "unsupported"],
         ["unknown_code:E9999", "unsupported"], [], ["unsupported"],
     ]
+
+
+def test_the_best_documents_other_passage_joins_the_evidence(indexed_engine, settings, embedder):
+    # search lists NCD 50.3 once (its cross-references); its coverage criteria are another chunk of it
+    result = ask(indexed_engine, "When is cochlear implantation covered?", settings=settings, embedder=embedder)
+    accepted = [item for item in result.evidence if item.accepted]
+    added = [item for item in accepted if item.hit.matched == "document"]
+    assert added and len(accepted) <= settings.answer_max_sources
+    searched = {item.hit.chunk_id for item in result.evidence if item.hit.matched != "document"}
+    for item in added:
+        assert item.hit.chunk_id not in searched and item.similarity >= settings.answer_min_similarity
+        assert item.hit.document_id in {other.hit.document_id for other in accepted if other is not item}
+    assert not result.refused
+    assert ("ncd", "50.3") in {(source.source, source.key) for source in result.cited_sources}
+
+
+def test_a_coverage_question_quotes_the_determination_not_a_code_description(indexed_engine):
+    from medrag.answer.context import ContextSource
+    from medrag.answer.evidence import Evidence
+    from medrag.answer.extractive import extractive_answer, question_intent
+    from medrag.answer.validate import Validator
+    from medrag.search import Hit
+
+    def source(n, kind, key, text_):
+        hit = Hit(rank=n, score=0.1, source=kind, key=key, title=f"Title {key}", heading="", text=text_,
+                  chunk_id=n, document_id=n, release="2026Q4", url=None)
+        return ContextSource(n=n, evidence=Evidence(hit, 0.7, False, True), body=text_)
+
+    question = "Is CPAP therapy covered for obstructive sleep apnea?"
+    sources = [
+        source(1, "icd10cm", "G47.33", "ICD-10-CM G47.33: Obstructive sleep apnea (adult) (pediatric) CPAP therapy"),
+        source(2, "ncd", "240.4", "CPAP therapy is covered for adults with obstructive sleep apnea when the "
+                                  "diagnosis is made by a sleep test."),
+    ]
+    validator = Validator(indexed_engine, sources, support_min=0.5)
+    assert question_intent(indexed_engine, question) == "policy"
+    cited = [draft.sources for draft in extractive_answer(question, sources, validator, max_sentences=4,
+                                                          intent="policy")]
+    assert cited == [[2]]
+    # without the intent the code description, which covers as many of the words, is quoted too
+    assert [1] in [draft.sources for draft in extractive_answer(question, sources, validator, max_sentences=4)]

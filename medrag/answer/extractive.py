@@ -19,6 +19,7 @@ from medrag.answer.validate import STOPWORDS, Validator, content_words, stem
 from medrag.chunking import split_sentences
 from medrag.enrichment import expand_abbreviations
 
+CODE_SOURCES = ("hcpcs", "icd10cm")
 MIN_WORDS = 4
 MAX_WORDS = 80
 # A sentence must cover this share of the question's weighted terms to be quoted at all, and at least this share
@@ -72,7 +73,7 @@ def _is_statement(sentence: str, source: ContextSource) -> bool:
     """A sentence that says something: closing punctuation, a "Label: value" line, or a code set's description."""
     if _CLOSED.search(sentence) or _LABELLED.match(sentence):
         return True
-    return source.source in ("hcpcs", "icd10cm")  # "HCPCS E0601: Continuous positive airway pressure device"
+    return source.source in CODE_SOURCES  # "HCPCS E0601: Continuous positive airway pressure device"
 
 
 def _alternatives(question: str) -> dict[str, list[frozenset[str]]]:
@@ -108,12 +109,30 @@ def _near_duplicate(words: frozenset[str], chosen: list[Candidate]) -> bool:
     return any(len(words & other.words) / max(1, len(words | other.words)) > 0.8 for other in chosen)
 
 
-def extractive_answer(query: str, sources: list[ContextSource], validator: Validator, *, max_sentences: int
-                      ) -> list[DraftSentence]:
+def question_intent(engine: Engine, question: str) -> str | None:
+    """What the question asks for, as medrag_search reads it: 'policy', 'code' or None (sql/search.sql)."""
+    with engine.connect() as conn:
+        return conn.execute(_INTENT, {"question": question}).scalar()
+
+
+def _group(candidate: Candidate) -> str:
+    return "code" if candidate.source.source in CODE_SOURCES else "policy"
+
+
+def extractive_answer(query: str, sources: list[ContextSource], validator: Validator, *, max_sentences: int,
+                      intent: str | None = None) -> list[DraftSentence]:
     """Up to max_sentences quoted sentences that answer the query, in source order, each citing its source:
-    sentences of documents the query names first, then the best-covering ones."""
+    sentences of documents the query names first, then the best-covering ones, from the kind of source the query
+    asks for (intent 'policy': determinations and manuals; 'code': code sets) whenever that kind has any."""
     pool = candidates(sources)
     score_candidates(query, pool)
+    # "Is CPAP covered for sleep apnea?" is answered by the NCD, not by the ICD-10-CM code whose description
+    # happens to hold the same words.
+    asked_for = [candidate for candidate in pool
+                 if _group(candidate) == intent and candidate.coverage >= MIN_COVERAGE]
+    if asked_for:
+        pool = asked_for + [candidate for candidate in pool
+                            if candidate.source.evidence.exact and _group(candidate) != intent]
     best = max((candidate.coverage for candidate in pool), default=0.0)
     floor = max(MIN_COVERAGE, RELATIVE_COVERAGE * best)
     # A document the question names (E0601, G47.33, L33797) is what it asks about: its sentences come first.
@@ -136,6 +155,7 @@ def extractive_answer(query: str, sources: list[ContextSource], validator: Valid
     return [DraftSentence(candidate.text, [candidate.source.n]) for candidate in chosen]
 
 
+_INTENT = text("SELECT medrag_query_intent(:question)")
 _IN_CORPUS = text("""
     SELECT word FROM unnest(CAST(:words AS text[])) AS word
     WHERE EXISTS (SELECT 1 FROM chunk WHERE tsv @@ plainto_tsquery('english', word))

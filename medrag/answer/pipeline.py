@@ -17,8 +17,8 @@ from sqlalchemy import Engine
 from medrag.answer.audit import AuditRecord, write_log
 from medrag.answer.checks import InvalidQuestion, RewrittenQuery, check_question, rewrite_query
 from medrag.answer.context import ContextSource, build_messages, build_sources
-from medrag.answer.evidence import Evidence, QueryVector, select_evidence, similarities
-from medrag.answer.extractive import extractive_answer, unknown_words
+from medrag.answer.evidence import Evidence, QueryVector, add_sibling_chunks, select_evidence, similarities
+from medrag.answer.extractive import extractive_answer, question_intent, unknown_words
 from medrag.answer.llm import ChatClient, LlmError, LlmNotConfigured, LlmTruncated
 from medrag.answer.structured import (
     SCHEMA_NAME,
@@ -210,6 +210,8 @@ def _answer(engine: Engine, question: str, settings: Settings, embedder: Any, fi
     similarity = similarities(engine, found.hits, recorder.last, embedder)
     evidence = select_evidence(found.hits, similarity, threshold=settings.answer_min_similarity,
                                max_sources=settings.answer_max_sources)
+    evidence = add_sibling_chunks(engine, evidence, recorder.last, threshold=settings.answer_min_similarity,
+                                  max_sources=settings.answer_max_sources)
     clock.lap("evidence")
     result = AskResult(question, rewrite, found.filters, evidence,
                        backend=backend, model=EXTRACTIVE_MODEL if backend == "extractive" else None)
@@ -245,7 +247,8 @@ def _answer(engine: Engine, question: str, settings: Settings, embedder: Any, fi
     if backend == "extractive":
         unknown = unknown_words(engine, question, result.sources)
         drafts = [] if unknown else extractive_answer(question, result.sources, validator,
-                                                      max_sentences=settings.answer_max_sentences)
+                                                      max_sentences=settings.answer_max_sentences,
+                                                      intent=question_intent(engine, question))
         clock.lap(GENERATION_STAGE)
         result.checks = validator.check_all(drafts)
         clock.lap("validation")
