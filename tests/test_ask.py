@@ -464,3 +464,11 @@ def test_a_coverage_question_quotes_the_determination_not_a_code_description(ind
     assert cited == [[2]]
     # without the intent the code description, which covers as many of the words, is quoted too
     assert [1] in [draft.sources for draft in extractive_answer(question, sources, validator, max_sentences=4)]
+
+
+def test_a_cpt_code_the_corpus_never_mentions_is_an_unknown_word(indexed_engine):
+    from medrag.answer.extractive import unknown_words
+
+    assert unknown_words(indexed_engine, "What is the Medicare payment rate for CPT 99213?", []) == ["99213"]
+    # a year or a code with a dot is not a CPT code
+    assert unknown_words(indexed_engine, "What did Medicare pay in 2019 for E11.621?", []) == []

@@ -160,7 +160,8 @@ _IN_CORPUS = text("""
     SELECT word FROM unnest(CAST(:words AS text[])) AS word
     WHERE EXISTS (SELECT 1 FROM chunk WHERE tsv @@ plainto_tsquery('english', word))
 """)
-_RAW_WORD = re.compile(r"[a-z][a-z0-9]+(?:[-'][a-z0-9]+)*")
+# words, and five-digit CPT codes (99213): a CPT code the corpus never mentions is as unknown as a brand name
+_RAW_WORD = re.compile(r"[a-z][a-z0-9]+(?:[-'][a-z0-9]+)*|(?<![\w.])[0-9]{5}(?![\w.])")
 
 
 def unknown_words(engine: Engine, question: str, sources: list[ContextSource]) -> list[str]:
