@@ -325,7 +325,9 @@ def write_drafts(conn: Connection, release_id: int, drafts: list[DocumentDraft],
 
 def search_synonyms() -> set[tuple[str, str]]:
     """(term, expansion) pairs the full-text query adds: code-text abbreviations and clinical/lay/brand terms."""
-    pairs = {(term, expansion) for term, expansions in load_synonyms().items() for expansion in expansions}
+    # medrag_text_queries matches terms in the lower-cased query: "hearing aids" must not expand to AIDS's wording
+    pairs = {(term, expansion) for term, expansions in load_synonyms(exact_case=False).items()
+             for expansion in expansions}
     pairs |= {(entry.term, expansion) for entry in clinical_synonym_entries() for expansion in entry.expansions}
     # terms as medrag_text_queries sees the query: lower case, runs of anything but letters and digits one space
     return {(_NON_WORD.sub(" ", term.lower()).strip(), expansion) for term, expansion in pairs}

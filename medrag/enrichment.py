@@ -158,10 +158,13 @@ def _synonym_table() -> _SynonymTable:
     )
 
 
-def load_synonyms() -> dict[str, list[str]]:
-    """Abbreviation -> its expansions, from the packaged code_synonyms.csv."""
+def load_synonyms(*, exact_case: bool = True) -> dict[str, list[str]]:
+    """Abbreviation -> its expansions, from the packaged code_synonyms.csv (exact_case=False: without the
+    abbreviations that are also ordinary words, AIDS / aids, for matching text that has been lower-cased)."""
     synonyms: dict[str, list[str]] = {}
     for synonym in _synonym_table().synonyms:
+        if synonym.exact_case and not exact_case:
+            continue
         synonyms.setdefault(synonym.abbreviation, []).append(synonym.expansion)
     return synonyms
 

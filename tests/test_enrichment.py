@@ -172,6 +172,16 @@ def test_synonym_list_covers_the_common_abbreviations() -> None:
     assert all(expansions and all(expansions) for expansions in synonyms.values())
 
 
+def test_the_search_expands_no_abbreviation_that_is_also_an_ordinary_word() -> None:
+    from medrag.documents import search_synonyms
+
+    terms = {term for term, _ in search_synonyms()}
+    # the search lower-cases the query: "hearing aids", "pap smear" must not bring AIDS's or PAP's wording
+    assert not terms & {"aids", "pap", "rad"}
+    assert {"cpap", "dme", "behind the ear", "both ears"} <= terms
+    assert "AIDS" in load_synonyms() and "AIDS" not in load_synonyms(exact_case=False)
+
+
 def test_abbreviations_are_expanded_only_where_they_mean_it() -> None:
     assert expand_abbreviations("Cpap full face mask") == [("CPAP", "continuous positive airway pressure")]
     assert ("DME", "durable medical equipment") in expand_abbreviations("Miscellaneous dme supply")
