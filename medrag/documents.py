@@ -13,9 +13,15 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
-from medrag.chunking import Section, TokenCounter, chunk_sections, default_token_counter
+from medrag.chunking import Section, SectionChunk, TokenCounter, chunk_sections, content_hash, default_token_counter
 from medrag.codes.synonyms import clinical_synonym_entries
-from medrag.enrichment import hcpcs_category, hcpcs_document_text, icd10cm_document_text, load_synonyms
+from medrag.enrichment import (
+    hcpcs_category,
+    hcpcs_document_text,
+    hcpcs_embedding_text,
+    icd10cm_document_text,
+    load_synonyms,
+)
 from medrag.loading import copy_rows
 
 NCD_URL = "https://www.cms.gov/medicare-coverage-database/view/ncd.aspx?NCDId={ncd_id}&ncdver={version}"
@@ -49,8 +55,11 @@ DOCUMENT_COLUMNS = [
 ]
 CHUNK_COLUMNS = [
     ("document_id", "bigint"), ("ordinal", "integer"), ("text", "text"), ("heading", "text"), ("section", "text"),
-    ("page_start", "integer"), ("page_end", "integer"), ("content_hash", "text"),
+    ("page_start", "integer"), ("page_end", "integer"), ("content_hash", "text"), ("embedding_text", "text"),
 ]
+# The way each source's documents are built, as a number: a release whose documents were built by an older one is
+# rebuilt by the next refresh (its text or what it is embedded from changed). 2: HCPCS embedding_text.
+DOCUMENT_FORMATS = {"hcpcs": 2, "icd10cm": 1, "mcd": 1, "iom": 1}
 
 
 @dataclass
@@ -66,6 +75,8 @@ class DocumentDraft:
     effective_date: date | None = None
     termination_date: date | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    # what a one-chunk document is embedded from when not its heading + text (see chunk.embedding_text)
+    embedding_text: str | None = None
 
 
 @dataclass
@@ -115,7 +126,7 @@ def hcpcs_drafts(conn: Connection, release_id: int, counter: TokenCounter) -> li
         body = hcpcs_document_text(row, category, listed, counter=counter, max_tokens=_code_budget(counter, heading))
         drafts.append(DocumentDraft(
             source="hcpcs", key=row["code"], title=row["long_description"] or row["short_description"] or row["code"],
-            sections=[Section(heading=heading, text=body)],
+            sections=[Section(heading=heading, text=body)], embedding_text=hcpcs_embedding_text(row),
             effective_date=row["action_effective_date"] or row["code_added_date"],
             termination_date=row["termination_date"],
             metadata={"kind": row["kind"], "category": category.section, "subcategory": category.category,
@@ -293,11 +304,20 @@ BUILDERS: dict[str, Callable[[Connection, int, TokenCounter], list[DocumentDraft
 # -- writing --------------------------------------------------------------------------------------------------------
 
 
-def _document_hash(chunks: Iterable[Any], draft: DocumentDraft) -> str:
+def _document_hash(chunk_hashes: Iterable[str], draft: DocumentDraft) -> str:
     digest = hashlib.sha256(f"{draft.title}\n{draft.effective_date}\n{draft.termination_date}".encode())
-    for chunk in chunks:
-        digest.update(chunk.content_hash.encode())
+    for chunk_hash in chunk_hashes:
+        digest.update(chunk_hash.encode())
     return digest.hexdigest()
+
+
+def _chunk_hashes(pieces: list[SectionChunk], draft: DocumentDraft) -> list[str]:
+    if draft.embedding_text is None:
+        return [piece.content_hash for piece in pieces]
+    if len(pieces) != 1:
+        raise ValueError(f"{draft.source} {draft.key}: embedding_text is for one-chunk documents only")
+    # vectors are shared by content hash: a chunk embedded from other words must not share one with its plain twin
+    return [content_hash(pieces[0].heading, pieces[0].text, draft.embedding_text)]
 
 
 def write_drafts(conn: Connection, release_id: int, drafts: list[DocumentDraft], counter: TokenCounter,
@@ -310,15 +330,17 @@ def write_drafts(conn: Connection, release_id: int, drafts: list[DocumentDraft],
     documents, chunks = [], []
     for document_id, draft in zip(ids, drafts, strict=True):
         pieces = chunk_sections(draft.sections, counter=counter)
+        hashes = _chunk_hashes(pieces, draft)
         documents.append({
             "id": document_id, "source": draft.source, "key": draft.key, "version": draft.version,
             "title": draft.title, "url": draft.url, "effective_date": draft.effective_date,
             "termination_date": draft.termination_date, "metadata": draft.metadata,
-            "content_hash": _document_hash(pieces, draft), "is_current": is_current,
+            "content_hash": _document_hash(hashes, draft), "is_current": is_current,
         })
         chunks += [{"document_id": document_id, "ordinal": p.ordinal, "text": p.text, "heading": p.heading,
                     "section": p.section, "page_start": p.page_start, "page_end": p.page_end,
-                    "content_hash": p.content_hash} for p in pieces]
+                    "content_hash": chunk_hash, "embedding_text": draft.embedding_text}
+                   for p, chunk_hash in zip(pieces, hashes, strict=True)]
     copy_rows(conn, "document", DOCUMENT_COLUMNS, documents, constants={"release_id": release_id})
     return copy_rows(conn, "chunk", CHUNK_COLUMNS, chunks)
 
@@ -358,27 +380,46 @@ def sync_current_documents(conn: Connection) -> int:
     )).rowcount
 
 
+# A rebuild (--force, or a new document format) keeps the vectors of the chunks whose content hash it writes again:
+# only what changed goes back to the model (a forced ICD-10-CM rebuild would otherwise re-embed 47k chunks).
+_KEEP_VECTORS = """
+CREATE TEMP TABLE kept_vector ON COMMIT DROP AS
+SELECT DISTINCT ON (c.content_hash) c.content_hash, c.embedding
+FROM chunk c JOIN document d ON d.id = c.document_id
+WHERE d.release_id = :r AND c.embedding IS NOT NULL
+"""
+_RESTORE_VECTORS = """
+UPDATE chunk SET embedding = kept_vector.embedding
+FROM kept_vector, document d
+WHERE chunk.content_hash = kept_vector.content_hash AND d.id = chunk.document_id AND d.release_id = :r
+"""
+
+
 def build_documents(
     engine: Engine, source: str, label: str, *, counter: TokenCounter | None = None, force: bool = False
 ) -> DocumentStats:
-    """Documents + chunks for one loaded release (skipped when it has them already), in one transaction."""
+    """Documents + chunks for one loaded release in one transaction; skipped when today's format built them."""
     started = time.perf_counter()
     stats = DocumentStats(source, label)
     with engine.begin() as conn:
         release = conn.execute(
-            text("SELECT id, is_current FROM release WHERE source = :s AND label = :l "
+            text("SELECT id, is_current, documents_format FROM release WHERE source = :s AND label = :l "
                  "AND status IN ('loaded', 'partial')"), {"s": source, "l": label},
         ).one()
         existing = conn.execute(text("SELECT count(*) FROM document WHERE release_id = :r"), {"r": release.id})
         existing = existing.scalar()
         documents_changed = False
-        if existing and not force:
+        if existing and release.documents_format == DOCUMENT_FORMATS[source] and not force:
             stats.skipped = True
         else:
+            conn.execute(text(_KEEP_VECTORS), {"r": release.id})
             conn.execute(text("DELETE FROM document WHERE release_id = :r"), {"r": release.id})
             counter = counter or default_token_counter()
             drafts = BUILDERS[source](conn, release.id, counter)
             stats.chunks = write_drafts(conn, release.id, drafts, counter, release.is_current)
+            conn.execute(text(_RESTORE_VECTORS), {"r": release.id})
+            conn.execute(text("UPDATE release SET documents_format = :f WHERE id = :r"),
+                         {"f": DOCUMENT_FORMATS[source], "r": release.id})
             for draft in drafts:
                 stats.documents[draft.source] = stats.documents.get(draft.source, 0) + 1
             # a release without documents (an IOM release whose PDFs hold no sections) is rebuilt every time

@@ -20,8 +20,9 @@ if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
 # The text a chunk's vector is computed from, as SQL over the chunk table; the one place it is defined, so the
-# indexing stage, any re-check and the query side all agree on what a chunk "says".
-EMBED_TEXT_SQL = "coalesce(heading || E'\\n', '') || text"
+# indexing stage, any re-check and the query side all agree on what a chunk "says": its embedding_text when the
+# document builder gave one (HCPCS codes: the item's descriptions), else heading and text.
+EMBED_TEXT_SQL = "coalesce(embedding_text, coalesce(heading || E'\\n', '') || text)"
 
 # A chunk whose content_hash already has a vector in any release gets that vector: unchanged text across
 # quarterly releases is never sent to the model again. Joining from the pending rows keeps the cost proportional

@@ -467,10 +467,13 @@ AS $$
     ),
     leader AS (
         SELECT coalesce((SELECT intent FROM settings),
-                        -- the group whose nearest chunk is closer (when both groups have vectors to compare)
-                        (SELECT grp FROM vector_leg
+                        -- the group whose nearest chunk is closer (when both groups have vectors to compare). An
+                        -- HCPCS vector is of a few words (chunk.embedding_text), nearer to any query than a passage
+                        -- is: 0.08 is added to its distance. The leading group is the one the answer is in for
+                        -- 0.81 of the dev questions with nothing added, 0.90 with 0.08 (holdout: 0.89, 0.93)
+                        (SELECT v.grp FROM vector_leg v JOIN chunk c ON c.id = v.id
                          WHERE (SELECT count(DISTINCT grp) FROM vector_leg) = 2
-                         ORDER BY distance, id LIMIT 1),
+                         ORDER BY v.distance + CASE c.source WHEN 'hcpcs' THEN 0.08 ELSE 0 END, v.id LIMIT 1),
                         (SELECT grp FROM in_group ORDER BY exact DESC, found DESC NULLS LAST, id LIMIT 1)) AS grp
     )
     SELECT (row_number() OVER (ORDER BY g.exact DESC,

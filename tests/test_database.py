@@ -28,6 +28,21 @@ def test_migrations_run_forward_from_empty_and_back_down(empty_db_url: str) -> N
     assert CORE_TABLES <= set(inspect(get_engine(url=empty_db_url)).get_table_names())
 
 
+def test_releases_with_documents_are_marked_as_built_by_the_first_format(empty_db_url: str) -> None:
+    """Migration 0012: documents built before formats were recorded are format 1; a release without any stays NULL."""
+    migrate.upgrade(empty_db_url, "0011")
+    engine = get_engine(url=empty_db_url)
+    with engine.begin() as conn:
+        built, bare = (conn.execute(text("INSERT INTO release (source, label) VALUES (:s, 'X') RETURNING id"),
+                                    {"s": source}).scalar_one() for source in ("hcpcs", "iom"))
+        conn.execute(text("INSERT INTO document (release_id, source, key, title, content_hash) "
+                          "VALUES (:r, 'hcpcs', 'E0601', 'CPAP device', 'h')"), {"r": built})
+    migrate.upgrade(empty_db_url)
+    with engine.connect() as conn:
+        formats = dict(conn.execute(text("SELECT id, documents_format FROM release")).all())
+    assert formats == {built: 1, bare: None}
+
+
 def test_extensions_are_installed_at_the_versions_we_need(db_url: str) -> None:
     with psycopg.connect(libpq_url(db_url)) as conn:
         versions = dict(conn.execute("SELECT extname, extversion FROM pg_extension").fetchall())

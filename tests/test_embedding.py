@@ -177,6 +177,23 @@ def test_changed_text_is_embedded_again_and_each_new_text_only_once(
     assert float(np.dot(revised_vector, reference_vectors[3])) < 0.9999
 
 
+def test_a_chunk_with_embedding_text_is_embedded_from_it(
+    engine: Engine, ncd_passages: list[tuple[str | None, str]], embedder: DocumentEmbedder,
+    first_release: tuple[list[int], EmbedStats],
+) -> None:
+    heading, body = ncd_passages[5]
+    item_words = "Continuous positive airway pressure (cpap) device"
+    [chunk_id] = _insert_chunks(engine, _new_document(engine, "2025Q4"), [(heading, body)])
+    with engine.begin() as conn:  # the plain twin's hash would hand it the passage's vector
+        conn.execute(text("UPDATE chunk SET embedding_text = :words, content_hash = 'item words' WHERE id = :id"),
+                     {"words": item_words, "id": chunk_id})
+    stats = embed_pending(engine, embedder)
+    assert (stats.reused, stats.embedded) == (0, 1)
+    [vector] = _vectors(engine, [chunk_id])
+    [expected] = _reference_vectors(embedder, [item_words])
+    np.testing.assert_allclose(vector, expected, atol=1e-5)
+
+
 def test_shards_split_the_pending_texts_between_workers(
     engine: Engine, ncd_passages: list[tuple[str | None, str]], embedder: DocumentEmbedder,
     first_release: tuple[list[int], EmbedStats],

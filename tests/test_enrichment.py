@@ -19,6 +19,7 @@ from medrag.enrichment import (
     hcpcs_category,
     hcpcs_category_ranges,
     hcpcs_document_text,
+    hcpcs_embedding_text,
     icd10cm_document_text,
     icd10cm_parent_descriptions,
     load_synonyms,
@@ -211,6 +212,20 @@ def test_hcpcs_document_has_descriptions_category_abbreviations_and_lcds(
         "Abbreviations: CPAP = continuous positive airway pressure",
         "Listed in LCDs: L33718 Positive Airway Pressure (PAP) Devices for the Treatment of Obstructive Sleep Apnea",
     ]
+
+
+def test_hcpcs_embedding_text_is_the_items_own_descriptions(hcpcs_records: list[dict], counter: TokenCounter) -> None:
+    record = _by_code(hcpcs_records, "A7030")
+    assert hcpcs_embedding_text(record).splitlines() == [
+        "Full face mask used with positive airway pressure device, each", "Cpap full face mask"]
+    # none of the document's category path or LCD titles: words a lay description of the item never says
+    document = hcpcs_document_text(record, hcpcs_category("A7030", "procedure"), [("L33718", "PAP Devices")],
+                                   counter=counter)
+    assert "Category" in document and "Category" not in hcpcs_embedding_text(record)
+    # a code whose short description only repeats the long one embeds it once
+    record = {"code": "X0001", "long_description": "Standard wheelchair", "short_description": "STANDARD WHEELCHAIR"}
+    assert hcpcs_embedding_text(record) == "Standard wheelchair"
+    assert hcpcs_embedding_text({"code": "X0002", "long_description": None, "short_description": "Cane"}) == "Cane"
 
 
 def test_modifier_and_terminated_code_documents(hcpcs_records: list[dict], counter: TokenCounter) -> None:

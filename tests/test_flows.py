@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from prefect.states import Failed
@@ -244,6 +245,38 @@ def test_second_run_embeds_nothing_and_writes_nothing(first_run, engine, sliced_
     embedded = sum(done["embedding"]["embedded"] for done in first_summary["sources"].values())
     print(f"\nfirst run {first_seconds:.1f} s ({first_summary['seconds']:.1f} s in the flow, {embedded} chunks "
           f"embedded), second run {seconds:.1f} s: ratio {seconds / first_seconds:.3f}")
+
+
+def test_documents_built_by_an_older_format_are_rebuilt_and_re_embedded(first_run, engine, flow_settings) -> None:
+    from medrag.documents import DOCUMENT_FORMATS, build_documents
+    from medrag.embedding import DocumentEmbedder, embed_pending
+
+    # a database built before HCPCS chunks were embedded from their own descriptions (migration 0012)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE chunk SET embedding_text = NULL, content_hash = 'old ' || content_hash "
+                          "WHERE source = 'hcpcs'"))
+        conn.execute(text("UPDATE release SET documents_format = NULL WHERE source = 'hcpcs'"))
+    summary = quarterly_refresh(sources=["hcpcs"])
+    hcpcs = summary["sources"]["hcpcs"]
+    assert [load["status"] for load in hcpcs["loads"]] == ["unchanged"]  # nothing downloaded or loaded again
+    assert not hcpcs["documents"]["skipped"]
+    assert (hcpcs["embedding"]["embedded"], hcpcs["embedding"]["reused"]) == (HCPCS_RECORDS, 0)
+    assert scalar(engine, "SELECT documents_format FROM release WHERE source = 'hcpcs' AND is_current") \
+        == DOCUMENT_FORMATS["hcpcs"]
+    with engine.connect() as conn:
+        title, body, words, vector = conn.execute(text(
+            "SELECT d.title, c.text, c.embedding_text, c.embedding::real[] FROM chunk c "
+            "JOIN document d ON d.id = c.document_id WHERE d.source = 'hcpcs' ORDER BY d.key LIMIT 1")).one()
+    assert words.startswith(title) and "Category:" in body and "Category" not in words
+    embedder = DocumentEmbedder(flow_settings.embedding_model, device="cpu")
+    np.testing.assert_allclose(np.asarray(vector, dtype=np.float32), embedder.encode([words])[0], atol=1e-5)
+
+    # a forced rebuild writes the same chunks again and keeps their vectors: nothing goes back to the model
+    label = scalar(engine, "SELECT label FROM release WHERE source = 'hcpcs' AND is_current")
+    assert not build_documents(engine, "hcpcs", label, force=True).skipped
+    assert scalar(engine, "SELECT count(*) FROM chunk WHERE embedding IS NULL") == 0
+    idle = DocumentEmbedder(flow_settings.embedding_model, device="cpu")
+    assert embed_pending(engine, idle).embedded == 0 and not idle.is_loaded
 
 
 def test_failing_source_fails_the_run_naming_it_and_the_others_still_load(

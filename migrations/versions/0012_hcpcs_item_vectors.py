@@ -1,0 +1,36 @@
+"""HCPCS vectors from the item's own words; documents record the format they were built with.
+
+An HCPCS document's text also carries its category path and the LCDs that list it: words a lay description of the
+item ("standard manual wheelchair") never says, which pulled its vector away from such queries. chunk.embedding_text
+holds what a chunk is embedded from when it is not heading + text (HCPCS: the long and short descriptions), and
+release.documents_format the medrag.documents.DOCUMENT_FORMATS version a release's documents were built with, so the
+next `medrag refresh` rebuilds (and re-embeds) the HCPCS documents built before (~7k chunks, about a minute on a
+CPU). Re-runs sql/search.sql (the leader rule weighs an HCPCS vector's distance for the shorter text) and
+sql/roles.sql.
+
+Revision ID: 0012
+Revises: 0011
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+from medrag.migrate import run_sql_files
+
+revision = "0012"
+down_revision = "0011"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.add_column("chunk", sa.Column("embedding_text", sa.Text(), nullable=True))
+    op.add_column("release", sa.Column("documents_format", sa.Integer(), nullable=True))
+    # every document so far was built by format 1: only the sources whose format is now higher get rebuilt
+    op.execute("UPDATE release SET documents_format = 1 WHERE id IN (SELECT release_id FROM document)")
+    run_sql_files("search.sql", "roles.sql")
+
+
+def downgrade() -> None:
+    op.drop_column("release", "documents_format")
+    op.drop_column("chunk", "embedding_text")
