@@ -36,6 +36,8 @@ from flows.quarterly_refresh import (
 from medrag.cli import main
 from medrag.cli.flows import load_warnings
 from medrag.config import load_settings
+from medrag.documents import DOCUMENT_FORMATS, build_documents
+from medrag.embedding import DocumentEmbedder, embed_pending
 from medrag.errors import MedragError
 from medrag.fetch import DownloadError
 from medrag.mirror import HCPCS_PAGE, HCPCS_ZIP_LINK_TEXT, ICD10CM_PAGE, write_zip
@@ -248,9 +250,6 @@ def test_second_run_embeds_nothing_and_writes_nothing(first_run, engine, sliced_
 
 
 def test_documents_built_by_an_older_format_are_rebuilt_and_re_embedded(first_run, engine, flow_settings) -> None:
-    from medrag.documents import DOCUMENT_FORMATS, build_documents
-    from medrag.embedding import DocumentEmbedder, embed_pending
-
     # a database built before HCPCS chunks were embedded from their own descriptions (migration 0012)
     with engine.begin() as conn:
         conn.execute(text("UPDATE chunk SET embedding_text = NULL, content_hash = 'old ' || content_hash "

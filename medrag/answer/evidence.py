@@ -13,14 +13,17 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Engine, text
 
+from medrag.embedding import EMBED_TEXT_SQL
 from medrag.search import Hit, vector_literal
 
 BELOW_THRESHOLD = "below_threshold"
 BEYOND_MAX_SOURCES = "beyond_max_sources"
 
-_SIMILARITY_SQL = text("""
-    SELECT id, 1 - (embedding <=> CAST(:query AS vector)) AS similarity
-    FROM chunk WHERE id = ANY(:ids) AND embedding IS NOT NULL
+# a chunk without a vector comes with the text the indexer would embed, to be embedded here the same way
+_SIMILARITY_SQL = text(f"""
+    SELECT id, 1 - (embedding <=> CAST(:query AS vector)) AS similarity,
+           CASE WHEN embedding IS NULL THEN {EMBED_TEXT_SQL} END AS embedding_input
+    FROM chunk WHERE id = ANY(:ids)
 """)
 
 
@@ -68,14 +71,14 @@ def similarities(engine: Engine, hits: list[Hit], query_vector: list[float] | No
     if query_vector is None or not hits:
         return {}
     with engine.connect() as conn:
-        found = {row.id: float(row.similarity) for row in conn.execute(
-            _SIMILARITY_SQL, {"query": vector_literal(query_vector), "ids": [hit.chunk_id for hit in hits]})}
+        rows = conn.execute(_SIMILARITY_SQL, {"query": vector_literal(query_vector),
+                                              "ids": [hit.chunk_id for hit in hits]}).all()
+    found = {row.id: float(row.similarity) for row in rows if row.similarity is not None}
     query = np.asarray(query_vector, dtype=np.float32)
-    for hit in hits:
-        if hit.chunk_id not in found and embedder is not None:
-            # The same text the indexer embeds (medrag/embedding.py): heading, newline, text.
-            vector = np.asarray(embedder.embed(f"{hit.heading}\n{hit.text}" if hit.heading else hit.text))
-            found[hit.chunk_id] = float(np.dot(query, vector) / max(np.linalg.norm(vector), 1e-12))
+    for row in rows:
+        if row.similarity is None and embedder is not None:
+            vector = np.asarray(embedder.embed(row.embedding_input))
+            found[row.id] = float(np.dot(query, vector) / max(np.linalg.norm(vector), 1e-12))
     return found
 
 
