@@ -64,8 +64,8 @@ def test_misspelt_words_bring_their_nearest_corpus_word(indexed_engine) -> None:
     assert queries.misspelt
     assert "'pneumonia'" in queries.rank and "'unspecifi'" in queries.rank
     # a word the corpus holds (or whose stem it holds) is left alone
-    correct = text_queries(indexed_engine, "pneumonia of the lung")
-    assert not correct.misspelt and correct.rank.count("'") == 4
+    correct = text_queries(indexed_engine, "pneumonia with chest pain")
+    assert not correct.misspelt and correct.rank.count("'") == 6
 
 
 def test_lay_terms_and_abbreviations_add_their_clinical_wording(indexed_engine) -> None:
@@ -73,6 +73,8 @@ def test_lay_terms_and_abbreviations_add_their_clinical_wording(indexed_engine) 
     assert "'atrial' & 'fibril'" in text_queries(indexed_engine, "A-fib with RVR").rank  # "a-fib" as typed
     assert "'continu' & 'posit' & 'airway' & 'pressur'" in text_queries(indexed_engine, "CPAP supplies").match
     assert "infarct" not in text_queries(indexed_engine, "heart failure").rank
+    # an organ's adjective and its noun: ICD-10-CM says "Tuberculosis of lung", people say "pulmonary"
+    assert "'lung'" in text_queries(indexed_engine, "pulmonary tuberculosis").rank
 
 
 def test_code_documents_do_not_crowd_out_determinations(indexed_engine, embedder) -> None:
@@ -86,6 +88,36 @@ def test_code_documents_do_not_crowd_out_determinations(indexed_engine, embedder
         intents = [conn.execute(text("SELECT medrag_query_intent(:q)"), {"q": q}).scalar() for q in
                    ("BiPAP machine code", "TAVR coverage requirements", "pulmonary rehab for COPD")]
     assert intents == ["code", "policy", None]
+
+
+def group_order(rows) -> list[str]:
+    return ["code" if row.source in ("hcpcs", "icd10cm") else "policy" for row in rows]
+
+
+def test_the_other_group_comes_in_fourth_when_the_lead_is_sure(indexed_engine, embedder) -> None:
+    """Second after an unsure lead, fourth after a sure one: the query says what it wants, or a group is 0.1 nearer."""
+    asks = search(indexed_engine, "is a cpap machine covered for sleep apnea", k=6, embedder=embedder)
+    assert group_order(asks.hits)[:4] == ["policy", "policy", "policy", "code"]
+    question = "hypothyroidism"  # no intent words; the test corpus embeds no code chunk, so one is given a vector
+    vector = vector_literal(embedder.embed(question))
+    search_sql = text("SELECT source, key FROM medrag_search(CAST(:q AS vector), :t, 6, '{}'::jsonb)")
+    nearest_policy = text(
+        "SELECT c.embedding, c.embedding <=> CAST(:q AS vector) AS distance FROM chunk c "
+        "JOIN document d ON d.id = c.document_id WHERE d.is_current AND c.embedding IS NOT NULL "
+        "AND coalesce(d.metadata ->> 'is_current_version', 'true') = 'true' ORDER BY 2 LIMIT 1")
+    give_e039_vector = text(
+        "UPDATE chunk SET embedding = CAST(:v AS vector) WHERE document_id = "
+        "(SELECT id FROM document WHERE source = 'icd10cm' AND key = 'E03.9' AND is_current)")
+    with indexed_engine.connect() as conn:  # never committed: other tests see the corpus unchanged
+        policy = conn.execute(nearest_policy, {"q": vector}).one()
+        conn.execute(give_e039_vector, {"v": str(policy.embedding)})  # as near as the nearest passage: unsure
+        tied = conn.execute(search_sql, {"q": vector, "t": question}).all()
+        conn.execute(give_e039_vector, {"v": vector})  # the code is the query itself: sure
+        sure = conn.execute(search_sql, {"q": vector, "t": question}).all()
+        conn.rollback()
+    assert policy.distance >= 0.1
+    assert group_order(tied)[:4] == ["code", "policy", "code", "policy"]
+    assert group_order(sure)[:4] == ["code", "code", "code", "policy"] and sure[0].key == "E03.9"
 
 
 def test_lay_terms_rank_the_code_whose_wording_they_explain(indexed_engine, embedder) -> None:
