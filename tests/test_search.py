@@ -139,6 +139,18 @@ def test_lay_terms_rank_the_code_whose_wording_they_explain(indexed_engine, embe
     assert plain.hits[0].key == "E1390"
 
 
+@pytest.mark.parametrize(("query", "code"), [
+    ("hypothyrodism", "E03.9"),  # Hypothyroidism, unspecified: not E03.3 Postinfectious hypothyroidism
+    ("diagnosis code for CHF", "I50.9"),  # Heart failure, unspecified: not I50.20 Unspecified systolic ...
+    ("heart attack, type not documented", "I21.9"),  # Acute myocardial infarction, unspecified: not I21.A9
+])
+def test_a_clear_fit_outweighs_the_other_legs_order(indexed_engine, embedder, query: str, code: str) -> None:
+    """The fit adds its value, not its rank: a code that says all and only what the query says leads its siblings."""
+    result = search(indexed_engine, query, k=6, embedder=embedder)
+    first_code = next(hit for hit in result.hits if hit.source == "icd10cm")
+    assert first_code.key == code and "fit" in first_code.matched
+
+
 def test_query_cues_pick_the_code_that_says_so(indexed_engine, embedder) -> None:
     """"no complications" favours the code that says "without complications"; "diagnosis code" puts ICD-10-CM first."""
     icd = SearchFilters(sources=("icd10cm",))
