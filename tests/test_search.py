@@ -132,6 +132,17 @@ def test_lay_terms_rank_the_code_whose_wording_they_explain(indexed_engine, embe
     assert wording["B02"].is_header and not wording["E03.9"].is_header
     assert wording["J18.8"].says_other  # "Other pneumonia, unspecified organism"
     assert sorted(wording["E1390"].short_lexemes) == ["concentr", "oxygen"]  # "Oxygen concentrator"
+    fit = text("SELECT medrag_code_fit(w, d.title, CAST(:lexemes AS text[]), :cue) FROM medrag_code_wording w "
+               "JOIN document d ON d.id = w.document_id WHERE d.is_current AND d.key = :key")
+    with indexed_engine.connect() as conn:
+        def fit_of(key: str, lexemes: list[str], cue: str | None = None) -> float:
+            return conn.execute(fit, {"key": key, "lexemes": lexemes, "cue": cue}).scalar_one()
+
+        assert fit_of("E03.9", ["hypothyroid"]) == pytest.approx(1.05)  # all its words, and a default
+        assert fit_of("E03.9", ["hypothyroid"], "unspecified") == pytest.approx(1.3)  # the query said "unspecified"
+        assert fit_of("J18.8", ["pneumonia"]) == pytest.approx(0.55)  # "other" is a word the query did not say
+        # a short description is cut from the long one and may say less than the code is: 3/4 of its share
+        assert fit_of("E1390", ["oxygen", "concentr"]) == pytest.approx(0.75)
     icd = SearchFilters(sources=("icd10cm",))
     thyroid = search(indexed_engine, "underactive thyroid", k=5, filters=icd, embedder=embedder)
     assert thyroid.hits[0].key == "E03.9" and "fit" in thyroid.hits[0].matched
