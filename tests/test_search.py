@@ -75,6 +75,7 @@ def test_lay_terms_and_abbreviations_add_their_clinical_wording(indexed_engine) 
     assert "infarct" not in text_queries(indexed_engine, "heart failure").rank
     # an organ's adjective and its noun: ICD-10-CM says "Tuberculosis of lung", people say "pulmonary"
     assert "'lung'" in text_queries(indexed_engine, "pulmonary tuberculosis").rank
+    assert "'subcutan'" in text_queries(indexed_engine, "insulin given under the skin").rank  # a lay route
 
 
 def test_code_documents_do_not_crowd_out_determinations(indexed_engine, embedder) -> None:
