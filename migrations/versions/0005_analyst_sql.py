@@ -40,7 +40,8 @@ def downgrade() -> None:
                      "medrag_query_intent(text)", "medrag_nearest(vector, integer, jsonb)",
                      "medrag_nearest_in(text, vector, integer, jsonb)", "medrag_source_wanted(text, jsonb)",
                      "medrag_query_identifiers(text)", "medrag_document_matches(document, text, jsonb)",
-                     "medrag_document_matches(text, text, boolean, date, date, jsonb, text, jsonb)"):
+                     "medrag_document_matches(text, text, boolean, date, date, jsonb, text, jsonb)",
+                     "medrag_code_fit(medrag_code_wording, text, text[], text)"):
         op.execute(f"DROP FUNCTION IF EXISTS {function}")
     op.execute("DROP TABLE IF EXISTS medrag_synonym")
     op.execute("DROP TABLE IF EXISTS medrag_term")
