@@ -458,8 +458,8 @@ AS $$
         UNION ALL SELECT id, grp, 'trigram', 1.0 / (20 + r) FROM trigram_leg
         UNION ALL SELECT id, grp, 'exact', 1.0 / (20 + r) FROM exact_leg
         -- the fit itself, not its rank: a rank makes a clear fit (1.3 against 1.1) worth 2/21 against 2/22, and the
-        -- code the other legs liked better won (as weight 2 on its rank: dev hit@5 0.949 -> 0.963, MRR 0.808 ->
-        -- 0.821; holdout hit@5 0.896 -> 0.917, MRR 0.805 -> 0.804; 0.08 and 0.12 scored the same)
+        -- code the other legs liked better won. Against weight 2 on its rank: dev hit@5 0.949 -> 0.963, MRR 0.808 ->
+        -- 0.821; holdout hit@5 0.896 -> 0.917, MRR 0.805 -> 0.804 (0.08 and 0.12 scored the same)
         UNION ALL SELECT id, grp, 'fit', 0.1 * fit FROM fit_leg
     ),
     fused AS (
