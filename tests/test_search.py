@@ -76,6 +76,7 @@ def test_lay_terms_and_abbreviations_add_their_clinical_wording(indexed_engine) 
     # an organ's adjective and its noun: ICD-10-CM says "Tuberculosis of lung", people say "pulmonary"
     assert "'lung'" in text_queries(indexed_engine, "pulmonary tuberculosis").rank
     assert "'subcutan'" in text_queries(indexed_engine, "insulin given under the skin").rank  # a lay route
+    assert "'low' & 'back'" in text_queries(indexed_engine, "lower back pain").rank  # ICD-10-CM: "Low back pain"
 
 
 def test_code_documents_do_not_crowd_out_determinations(indexed_engine, embedder) -> None:
@@ -171,6 +172,38 @@ def test_query_cues_pick_the_code_that_says_so(indexed_engine, embedder) -> None
     chf = search(indexed_engine, "diagnosis code for CHF", k=6, embedder=embedder)
     codes = [hit.source for hit in chf.hits if hit.source in ("hcpcs", "icd10cm")]
     assert codes and set(codes) == {"icd10cm"}
+
+
+def test_a_document_ranks_by_its_best_chunk_in_each_leg(indexed_engine, embedder) -> None:
+    """NCD 200.3's nearest passage is not the one its words match; fused chunk by chunk, 220.6.13 came first."""
+    ncd = SearchFilters(sources=("ncd",))
+    result = search(indexed_engine, "Coverage of lecanemab or other anti-amyloid infusions for early memory loss",
+                    k=3, filters=ncd, embedder=embedder)
+    assert [hit.key for hit in result.hits][:2] == ["200.3", "220.6.13"]
+    assert "text" in result.hits[0].matched or "vector" in result.hits[0].matched
+    assert result.hits[0].score > result.hits[1].score  # the score is the document's, the order it gives
+
+
+def test_the_document_kind_a_query_names_leads_its_group(indexed_engine, embedder) -> None:
+    """"local coverage determination" puts LCDs before NCDs, "national coverage determination" the reverse."""
+    local = search(indexed_engine, "Which local coverage determination lists full face masks for CPAP?", k=6,
+                   embedder=embedder)
+    national = search(indexed_engine, "Which national coverage determination covers CPAP for sleep apnea?", k=6,
+                      embedder=embedder)
+    assert [hit.source for hit in local.hits if hit.source in ("ncd", "lcd")][0] == "lcd"
+    assert [hit.source for hit in national.hits if hit.source in ("ncd", "lcd")][0] == "ncd"
+    assert ("lcd", "L33718") in keys(local)  # Positive Airway Pressure (PAP) Devices ... lists A7030
+
+
+def test_a_query_in_a_codes_own_terms_asks_for_the_code(indexed_engine, embedder) -> None:
+    """"not further specified", "no complications" are how ICD-10-CM words a code: the codes lead, and surely."""
+    result = search(indexed_engine, "stroke from a blocked artery in the brain, not further specified", k=6,
+                    embedder=embedder)
+    assert group_order(result.hits)[:4] == ["code", "code", "code", "policy"]
+    assert result.hits[0].key.startswith("I63")  # Cerebral infarction (the full corpus's vectors: I63.9 first)
+    with indexed_engine.connect() as conn:
+        intent = conn.execute(text("SELECT medrag_query_intent(:q)"), {"q": "stroke, not further specified"})
+    assert intent.scalar() is None  # the intent function itself is unchanged: the cue is medrag_search's
 
 
 def test_nearest_searches_each_group_apart_and_finds_the_true_nearest(indexed_engine, embedder) -> None:

@@ -1,0 +1,31 @@
+"""medrag_search: documents fused by their best chunk in each leg; named document kinds and code wording steer.
+
+- A document's place in a leg is its best chunk's: fused chunk by chunk, a determination whose nearest passage is
+  not the passage its words match lost to one passage of a neighbour that both legs found (NCD 200.3 behind
+  220.6.13 for a question on anti-amyloid infusions). Dev MRR 0.831 -> 0.838, holdout unchanged.
+- A query that names a kind of document ("local coverage determination", "LCD", "NCD") gets that kind first in its
+  group, as "HCPCS" and "diagnosis code" already did for the codes.
+- A query in a code's own terms ("not further specified", "no complications") asks for the code group.
+- The score a hit carries is its document's fused score, the one it is ranked by.
+
+Re-runs sql/search.sql and sql/roles.sql.
+
+Revision ID: 0014
+Revises: 0013
+"""
+
+from medrag.migrate import run_sql_files
+
+revision = "0014"
+down_revision = "0013"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    run_sql_files("search.sql", "roles.sql")
+
+
+def downgrade() -> None:
+    # medrag_search is re-created from today's sql/search.sql by every later upgrade: nothing to undo here.
+    pass
