@@ -219,12 +219,25 @@ class _SentenceTransformersBackend:
         return self.embedder.encode([text])[0]
 
 
+def read_whole_words(model_path: str | Path) -> frozenset[str] | None:
+    """The words a WordPiece model has as one token of its own (None for another tokenizer, or none to read)."""
+    try:
+        model = json.loads((Path(model_path) / "tokenizer.json").read_text())["model"]
+    except (OSError, ValueError, KeyError):
+        return None
+    if model.get("type") != "WordPiece":
+        return None
+    return frozenset(token for token in model["vocab"] if token.isalpha())
+
+
 class QueryEmbedder:
     """Turns one question into the same unit vector the indexing model gives, cheaply enough for every CLI call."""
 
-    def __init__(self, backend: _OnnxBackend | _SentenceTransformersBackend, backend_name: str) -> None:
+    def __init__(self, backend: _OnnxBackend | _SentenceTransformersBackend, backend_name: str,
+                 whole_words: frozenset[str] | None = None) -> None:
         self._backend = backend
         self.backend = backend_name
+        self._whole_words = whole_words
 
     @classmethod
     def for_model(cls, model_path: str | Path, cache_dir: str | Path) -> QueryEmbedder:
@@ -235,11 +248,19 @@ class QueryEmbedder:
             onnx_path = onnx_path_for(model_path, cache_dir)
             if not onnx_path.exists():
                 onnx_path = export_onnx(model_path, cache_dir)
-            return cls(_OnnxBackend(model_path, onnx_path, pipeline), BACKEND_ONNX)
+            return cls(_OnnxBackend(model_path, onnx_path, pipeline), BACKEND_ONNX, read_whole_words(model_path))
         except Exception as error:  # any failure of the fast path still leaves a correct, slower one
             reason = str(error).splitlines()[0] if str(error) else type(error).__name__
             log.warning("query embedding: no ONNX model (%s); using sentence-transformers, start-up is slower", reason)
-            return cls(_SentenceTransformersBackend(model_path), BACKEND_SENTENCE_TRANSFORMERS)
+            return cls(_SentenceTransformersBackend(model_path), BACKEND_SENTENCE_TRANSFORMERS,
+                       read_whole_words(model_path))
+
+    def knows_word(self, word: str) -> bool:
+        """Is word one token of the model's own? A word it has to spell out in pieces may be a misspelling.
+
+        Without a WordPiece vocabulary every word counts as known, so no word is replaced before embedding.
+        """
+        return self._whole_words is None or word.lower() in self._whole_words
 
     def embed(self, text: str) -> list[float]:
         """The unit-length embedding of text, as a list of floats ready for a pgvector parameter."""

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import time
 import unicodedata
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 
 from medrag.errors import MedragError
 
@@ -136,6 +137,25 @@ _SEARCH_SQL = text(
 )
 
 
+_SPELLING_SQL = text("SELECT typed, corrected FROM medrag_spelling(:query)")
+
+
+def embedding_text(conn: Connection, query: str, embedder: Any) -> str:
+    """The query as it is embedded: its misspelt words corrected (medrag_spelling), a misspelling embeds as noise.
+
+    A word the embedding model has as a token of its own stays as typed: the corpus lacks "look" or "tiny" too,
+    and their nearest corpus words ("loop", "tint") would change what the question means.
+    """
+    knows_word = getattr(embedder, "knows_word", None)
+    if knows_word is None:  # an embedder of its own text (the answer pipeline's rewritten question)
+        return query
+    corrections = {row.typed: row.corrected for row in conn.execute(_SPELLING_SQL, {"query": query})
+                   if not knows_word(row.typed)}
+    if not corrections:
+        return query
+    return re.sub(r"[A-Za-z]+", lambda word: corrections.get(word.group(0).lower(), word.group(0)), query)
+
+
 def search(
     engine: Engine,
     query: str,
@@ -152,16 +172,16 @@ def search(
     filters = filters or SearchFilters()
     timings: dict[str, float] = {}
     embedding = None
-    if embedder is not None:
-        embed_started = time.perf_counter()
-        embedding = vector_literal(embedder.embed(query))
-        timings["embed"] = (time.perf_counter() - embed_started) * 1000
-    sql_started = time.perf_counter()
     with engine.connect() as conn:
+        if embedder is not None:
+            embed_started = time.perf_counter()
+            embedding = vector_literal(embedder.embed(embedding_text(conn, query, embedder)))
+            timings["embed"] = (time.perf_counter() - embed_started) * 1000
+        sql_started = time.perf_counter()
         rows = conn.execute(
             _SEARCH_SQL, {"embedding": embedding, "query": query, "k": k, "filters": json.dumps(filters.as_json())}
         ).mappings().all()
-    timings["sql"] = (time.perf_counter() - sql_started) * 1000
+        timings["sql"] = (time.perf_counter() - sql_started) * 1000
     hits = [Hit(**{name: row[name] for name in row.keys()}) for row in rows]  # noqa: SIM118 - RowMapping
     timings["total"] = (time.perf_counter() - started) * 1000
     return SearchResult(query, filters.as_json(), hits, {name: round(ms, 2) for name, ms in timings.items()})

@@ -145,38 +145,48 @@ BEGIN
 END
 $$;
 
+-- The query's misspelt words with the corpus word each is corrected to: a word of four letters or more that neither
+-- the corpus nor its stem is in, and its nearest corpus word by trigram similarity (close in length, common words
+-- preferred). medrag_text_queries adds the corrections to the full-text query; the search's caller embeds the
+-- corrected text (medrag/search.py: only words the embedding model does not know whole).
+CREATE OR REPLACE FUNCTION medrag_spelling(query_text text)
+RETURNS TABLE (typed text, corrected text)
+LANGUAGE sql STABLE
+SET pg_trgm.similarity_threshold = 0.4
+AS $$
+    SELECT typed_word, nearest.word
+    FROM regexp_split_to_table(lower(coalesce(query_text, '')), '[^a-z]+') AS typed_word
+    CROSS JOIN LATERAL (
+        SELECT w.word FROM medrag_word w
+        WHERE w.word % typed_word AND abs(length(w.word) - length(typed_word)) <= 2
+        ORDER BY similarity(w.word, typed_word) + 0.05 * log(w.ndoc) DESC, w.word
+        LIMIT 1
+    ) nearest
+    WHERE length(typed_word) >= 4 AND to_tsvector('english', typed_word) <> ''::tsvector
+      -- neither the word nor its lexeme is in the corpus (scalar sub-selects, not NOT EXISTS: the planner
+      -- would hash the whole vocabulary for a few words)
+      AND (SELECT count(*) FROM medrag_word known WHERE known.word = typed_word) = 0
+      AND (SELECT count(*) FROM medrag_term known
+           WHERE known.lexeme = (tsvector_to_array(to_tsvector('english', typed_word)))[1]) = 0
+$$;
+
 -- The full-text queries for a user's text. Websearch syntax ("quoted phrases", -word) is taken as written. Otherwise
 -- a natural question rarely has all its words in one chunk, so its words are OR-ed and ts_rank rewards the
 -- chunks that hold more of them (rank_query); a word the corpus does not hold also brings its nearest corpus word
--- (misspellings: trigram similarity, close in length, common words preferred); and the rows ranked are only those
+-- (medrag_spelling); and the rows ranked are only those
 -- holding the rarer words, up to match_budget chunks by the corpus counts (match_query), which bounds the work
 -- whatever the words. Known abbreviations add their expansions to both.
 CREATE OR REPLACE FUNCTION medrag_text_queries(query_text text, match_budget integer DEFAULT 800)
 RETURNS TABLE (match_query tsquery, rank_query tsquery, misspelt boolean)
 LANGUAGE sql STABLE
 ROWS 1  -- one row always; the default guess of 1000 makes the planner hash whole tables
-SET pg_trgm.similarity_threshold = 0.4
 AS $$
     WITH typed AS (
         SELECT websearch_to_tsquery('english', coalesce(query_text, '')) AS tsq,
                coalesce(query_text, '') ~ '"|(^|\s)-\w' AS explicit
     ),
     correction AS (
-        SELECT string_agg(nearest.word, ' ') AS words, count(*) > 0 AS misspelt
-        FROM regexp_split_to_table(lower(coalesce(query_text, '')), '[^a-z]+') AS typed_word
-        CROSS JOIN LATERAL (
-            SELECT w.word FROM medrag_word w
-            WHERE w.word % typed_word AND abs(length(w.word) - length(typed_word)) <= 2
-            ORDER BY similarity(w.word, typed_word) + 0.05 * log(w.ndoc) DESC, w.word
-            LIMIT 1
-        ) nearest
-        WHERE length(typed_word) >= 4 AND to_tsvector('english', typed_word) <> ''::tsvector
-          -- neither the word nor its lexeme is in the corpus (scalar sub-selects, not NOT EXISTS: the planner
-          -- would hash the whole vocabulary for a few words)
-          AND (SELECT count(*) FROM medrag_word known WHERE known.word = typed_word) = 0
-          AND (SELECT count(*) FROM medrag_term known
-               WHERE known.lexeme = (tsvector_to_array(to_tsvector('english', typed_word)))[1]) = 0
-          AND EXISTS (SELECT 1 FROM medrag_word)
+        SELECT string_agg(corrected, ' ') AS words, count(*) > 0 AS misspelt FROM medrag_spelling(query_text)
     ),
     word AS (
         SELECT w.lexeme, t.ndoc

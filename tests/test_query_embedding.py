@@ -21,6 +21,7 @@ from medrag.query_embedding import (
     QueryEmbedder,
     mean_pool,
     onnx_path_for,
+    read_whole_words,
 )
 from medrag.sources.mcd import ncd_documents, read_mcd_csv
 
@@ -149,3 +150,15 @@ def test_falls_back_to_sentence_transformers_when_no_onnx_can_be_made(
     question = "Is home oxygen covered for cluster headaches?"
     expected = reference_model.encode([question], normalize_embeddings=True, convert_to_numpy=True)[0]
     np.testing.assert_allclose(embedder.embed(question), expected, atol=1e-5)
+
+
+def test_knows_the_words_it_has_as_one_token(onnx_embedder: QueryEmbedder, model_path: Path, tmp_path: Path) -> None:
+    """A whole-word token is a word the model knows; a misspelling is spelt out in pieces."""
+    assert onnx_embedder.knows_word("look") and onnx_embedder.knows_word("Tiny")  # uncased WordPiece
+    assert not onnx_embedder.knows_word("demensia") and not onnx_embedder.knows_word("therepy")
+    whole_words = read_whole_words(model_path)
+    assert whole_words and "##ing" not in whole_words and "[CLS]" not in whole_words
+    # another tokenizer's vocabulary is not read: every word then counts as known, and none is replaced
+    (tmp_path / "tokenizer.json").write_text(json.dumps({"model": {"type": "BPE", "vocab": {"look": 1}}}))
+    assert read_whole_words(tmp_path) is None and read_whole_words(tmp_path / "missing") is None
+    assert QueryEmbedder(onnx_embedder._backend, BACKEND_ONNX, None).knows_word("demensia")

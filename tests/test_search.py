@@ -13,7 +13,7 @@ from sqlalchemy import text
 
 from medrag.cli.retrieval import query_embedder
 from medrag.db import libpq_url
-from medrag.search import QueryError, SearchFilters, search, vector_literal
+from medrag.search import QueryError, SearchFilters, embedding_text, search, vector_literal
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +66,21 @@ def test_misspelt_words_bring_their_nearest_corpus_word(indexed_engine) -> None:
     # a word the corpus holds (or whose stem it holds) is left alone
     correct = text_queries(indexed_engine, "pneumonia with chest pain")
     assert not correct.misspelt and correct.rank.count("'") == 6
+
+
+def test_the_vector_leg_embeds_the_corrected_spelling(indexed_engine, embedder) -> None:
+    """A misspelt word embeds as noise: the query is embedded with it corrected, unless the model knows the word."""
+    with indexed_engine.connect() as conn:
+        corrections = dict(conn.execute(text("SELECT typed, corrected FROM medrag_spelling(:q)"),
+                                        {"q": "demensia PET scan to look for plaques"}).all())
+        assert corrections.get("demensia") == "dementia"
+        assert embedding_text(conn, "demensia PET scan", embedder) == "dementia PET scan"
+        for word in corrections:  # a word the corpus lacks but the model knows stays as typed
+            if embedder.knows_word(word):
+                assert word in embedding_text(conn, f"PET scan to {word} for plaques", embedder)
+    ncd = SearchFilters(sources=("ncd",))
+    result = search(indexed_engine, "demensia PET scan", k=3, filters=ncd, embedder=embedder)
+    assert result.hits[0].key == "220.6.13"  # FDG PET for Dementia ...; embedded as typed: 220.6 first
 
 
 def test_lay_terms_and_abbreviations_add_their_clinical_wording(indexed_engine) -> None:
@@ -335,6 +350,11 @@ def test_sql_function_and_cli_agree(indexed_engine, indexed_settings, embedder) 
     assert [hit["chunk_id"] for hit in printed["hits"]] == [row[0] for row in rows]
     assert {"rank", "score", "source", "key", "title", "heading", "text", "chunk_id", "document_id", "release",
             "url"} == set(printed["hits"][0])
+    # `medrag embed` corrects a misspelling as `medrag search` does, so psql ranks what the CLI ranks
+    printed_vector = subprocess.run([sys.executable, "-m", "medrag", "embed", "demensia PET scan"],
+                                    capture_output=True, text=True, env=env, timeout=120)
+    assert printed_vector.returncode == 0, printed_vector.stderr
+    assert printed_vector.stdout.strip() == vector_literal(embedder.embed("dementia PET scan"))
 
 
 def test_full_text_only_function_needs_no_vector(indexed_settings) -> None:

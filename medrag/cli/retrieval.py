@@ -9,7 +9,7 @@ import click
 
 from medrag.config import load_settings
 from medrag.db import get_engine
-from medrag.search import SOURCES, SearchFilters, search, validate_query, vector_literal
+from medrag.search import SOURCES, SearchFilters, embedding_text, search, validate_query, vector_literal
 
 
 def query_embedder():  # noqa: ANN201 - QueryEmbedder is imported lazily to keep `medrag --help` fast
@@ -74,8 +74,13 @@ def search_command(query: str, k: int, as_json: bool, **filter_values: object) -
 @click.command("embed")
 @click.argument("text")
 def embed_command(text: str) -> None:
-    r"""Print the query vector as a pgvector literal, for psql: \set q '[...]' then medrag_search(:'q', ...)."""
-    click.echo(vector_literal(query_embedder().embed(validate_query(text))))
+    r"""Print the query vector as a pgvector literal, for psql: \set q '[...]' then medrag_search(:'q', ...).
+
+    Misspelt words are corrected first, as `medrag search` does, so psql and the CLI rank the same rows.
+    """
+    embedder = query_embedder()
+    with get_engine().connect() as conn:
+        click.echo(vector_literal(embedder.embed(embedding_text(conn, validate_query(text), embedder))))
 
 
 COMMANDS = [search_command, embed_command]

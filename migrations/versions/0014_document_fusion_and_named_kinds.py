@@ -1,4 +1,4 @@
-"""medrag_search: documents fused by their best chunk in each leg; named document kinds and code wording steer.
+"""medrag_search: documents fused by their best chunk in each leg; named kinds and code wording steer; spelling.
 
 - A document's place in a leg is its best chunk's: fused chunk by chunk, a determination whose nearest passage is
   not the passage its words match lost to one passage of a neighbour that both legs found (NCD 200.3 behind
@@ -7,6 +7,8 @@
   group, as "HCPCS" and "diagnosis code" already did for the codes.
 - A query in a code's own terms ("not further specified", "no complications") asks for the code group.
 - The score a hit carries is its document's fused score, the one it is ranked by.
+- medrag_spelling(query_text): the query's misspelt words and their corrections, used by medrag_text_queries and by
+  the callers that embed a query (medrag search, medrag embed), which embed the corrected text.
 
 Re-runs sql/search.sql and sql/roles.sql.
 
