@@ -168,6 +168,10 @@ AS $$
       AND (SELECT count(*) FROM medrag_word known WHERE known.word = typed_word) = 0
       AND (SELECT count(*) FROM medrag_term known
            WHERE known.lexeme = (tsvector_to_array(to_tsvector('english', typed_word)))[1]) = 0
+      -- nor a word of a known lay term or abbreviation ("underactive thyroid", "strep throat", "GERD"): its
+      -- expansion says what it means, and its nearest corpus word ("interactive", "stress", "germ") would not
+      AND (SELECT count(*) FROM medrag_synonym known
+           WHERE ' ' || known.term || ' ' LIKE '% ' || typed_word || ' %') = 0
 $$;
 
 -- The full-text queries for a user's text. Websearch syntax ("quoted phrases", -word) is taken as written. Otherwise

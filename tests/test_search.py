@@ -75,6 +75,9 @@ def test_the_vector_leg_embeds_the_corrected_spelling(indexed_engine, embedder) 
                                         {"q": "demensia PET scan to look for plaques"}).all())
         assert corrections.get("demensia") == "dementia"
         assert embedding_text(conn, "demensia PET scan", embedder) == "dementia PET scan"
+        # a word of a known lay term is not a misspelling: "underactive thyroid" means hypothyroidism, and the
+        # corpus word nearest "underactive" is "interactive"
+        assert conn.execute(text("SELECT * FROM medrag_spelling('underactive thyroid')")).all() == []
         for word in corrections:  # a word the corpus lacks but the model knows stays as typed
             if embedder.knows_word(word):
                 assert word in embedding_text(conn, f"PET scan to {word} for plaques", embedder)
