@@ -7,6 +7,7 @@ sentence_transformers unless the ONNX file has to be made (export_onnx) or canno
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -234,10 +235,15 @@ class QueryEmbedder:
     """Turns one question into the same unit vector the indexing model gives, cheaply enough for every CLI call."""
 
     def __init__(self, backend: _OnnxBackend | _SentenceTransformersBackend, backend_name: str,
-                 whole_words: frozenset[str] | None = None) -> None:
+                 model_path: Path | None = None) -> None:
         self._backend = backend
         self.backend = backend_name
-        self._whole_words = whole_words
+        self._model_path = model_path
+
+    @functools.cached_property
+    def _whole_words(self) -> frozenset[str] | None:
+        # read on the first misspelt word only (~16 ms of JSON): most questions have none
+        return read_whole_words(self._model_path) if self._model_path is not None else None
 
     @classmethod
     def for_model(cls, model_path: str | Path, cache_dir: str | Path) -> QueryEmbedder:
@@ -248,12 +254,11 @@ class QueryEmbedder:
             onnx_path = onnx_path_for(model_path, cache_dir)
             if not onnx_path.exists():
                 onnx_path = export_onnx(model_path, cache_dir)
-            return cls(_OnnxBackend(model_path, onnx_path, pipeline), BACKEND_ONNX, read_whole_words(model_path))
+            return cls(_OnnxBackend(model_path, onnx_path, pipeline), BACKEND_ONNX, model_path)
         except Exception as error:  # any failure of the fast path still leaves a correct, slower one
             reason = str(error).splitlines()[0] if str(error) else type(error).__name__
             log.warning("query embedding: no ONNX model (%s); using sentence-transformers, start-up is slower", reason)
-            return cls(_SentenceTransformersBackend(model_path), BACKEND_SENTENCE_TRANSFORMERS,
-                       read_whole_words(model_path))
+            return cls(_SentenceTransformersBackend(model_path), BACKEND_SENTENCE_TRANSFORMERS, model_path)
 
     def knows_word(self, word: str) -> bool:
         """Is word one token of the model's own? A word it has to spell out in pieces may be a misspelling.
