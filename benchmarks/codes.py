@@ -86,9 +86,9 @@ def main() -> None:
 
     from medrag.cli.retrieval import query_embedder
     from medrag.codes import SYSTEMS, CodeFinder
-    from medrag.codes.evaluate import read_dev_set
+    from medrag.codes.evaluation import read_dev_set
     from medrag.codes.plan import has_code_embeddings
-    from medrag.db import get_engine
+    from medrag.core.db import get_engine
 
     engine = get_engine()
     terms = read_dev_set(args.terms)

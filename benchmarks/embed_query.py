@@ -36,7 +36,7 @@ COLD_PROGRAMS = {
         "model.encode([{query!r}], normalize_embeddings=True)\n"
     ),
     "onnx": (
-        "from medrag.query_embedding import QueryEmbedder\n"
+        "from medrag.retrieval.query_embedding import QueryEmbedder\n"
         "QueryEmbedder.for_model({model!r}, {cache!r}).embed({query!r})\n"
     ),
 }
@@ -44,7 +44,7 @@ COLD_PROGRAMS = {
 
 def ncd_queries(count: int) -> list[str]:
     """Questions a coder might ask, one per real NCD title."""
-    from medrag.sources.mcd import ncd_documents, read_mcd_csv
+    from medrag.sources.mcd.release import ncd_documents, read_mcd_csv
 
     titles = sorted({doc["title"] for doc in ncd_documents(read_mcd_csv(NCD_TRKG)) if doc["title"]})
     if len(titles) < count:
@@ -87,8 +87,8 @@ def main() -> None:
     args = parser.parse_args()
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from medrag.config import load_settings
-    from medrag.query_embedding import BACKEND_ONNX, QueryEmbedder, export_onnx
+    from medrag.core.config import load_settings
+    from medrag.retrieval.query_embedding import BACKEND_ONNX, QueryEmbedder, export_onnx
 
     model_path = load_settings().embedding_model
     queries = ncd_queries(args.queries)

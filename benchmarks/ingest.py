@@ -23,10 +23,10 @@ from pathlib import Path
 
 from scratch import scratch_database  # benchmarks/ is the script's folder, first on sys.path
 
-from medrag.config import load_settings, source_urls_for
-from medrag.db import get_engine
-from medrag.embedding import EMBED_TEXT_SQL, DocumentEmbedder, embed_pending
-from medrag.mirror import build_mirror
+from medrag.core.config import load_settings, source_urls_for
+from medrag.core.db import get_engine
+from medrag.index.embedding import EMBED_TEXT_SQL, DocumentEmbedder, embed_pending
+from medrag.ingest.mirror import build_mirror
 from medrag.refresh import ordered_sources, refresh_source
 
 REPO = Path(__file__).resolve().parents[1]

@@ -17,7 +17,7 @@ from pathlib import Path
 from scratch import scratch_database  # benchmarks/ is the script's folder, first on sys.path
 from sqlalchemy import MetaData, Table, create_engine
 
-from medrag.loading import copy_rows
+from medrag.ingest.copy import copy_rows
 from medrag.sources import hcpcs, icd10cm, mcd
 
 REPO = Path(__file__).resolve().parents[1]

@@ -26,9 +26,9 @@ from pgvector.psycopg import register_vector
 from scratch import scratch_database  # benchmarks/ is the script's folder, first on sys.path
 
 from medrag.cli.retrieval import query_embedder
-from medrag.db import database_url, get_engine, libpq_url
-from medrag.evaluation import load_questions, percentile
-from medrag.search import search, vector_literal
+from medrag.core.db import database_url, get_engine, libpq_url
+from medrag.retrieval.evaluation import load_questions, percentile
+from medrag.retrieval.search import search, vector_literal
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+from medrag_flows import DEPLOYMENT_NAME, ENTRYPOINT, FLOW_NAME, QUARTERLY_CRON, refresh_timezone
 from prefect import Flow, flow, get_run_logger, task, unmapped
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import TaskRun
@@ -24,16 +25,15 @@ from prefect.states import State
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from flows import DEPLOYMENT_NAME, ENTRYPOINT, FLOW_NAME, QUARTERLY_CRON, refresh_timezone
-from medrag.config import Settings, load_settings
-from medrag.db import get_engine
-from medrag.documents import DocumentStats
-from medrag.embedding import DocumentEmbedder, EmbedStats, combine_stats, embed_pending
-from medrag.errors import MedragError
-from medrag.fetch import DownloadError
-from medrag.pipeline import FetchedRelease
+from medrag.core.config import Settings, load_settings
+from medrag.core.db import get_engine
+from medrag.core.errors import MedragError
+from medrag.index.documents import DocumentStats
+from medrag.index.embedding import DocumentEmbedder, EmbedStats, combine_stats, embed_pending
+from medrag.ingest.fetch import DownloadError
+from medrag.ingest.fetch_and_load import FetchedRelease
+from medrag.ingest.releases import LoadOutcome
 from medrag.refresh import documents_stage, fetch_stage, load_stage, ordered_sources, timed
-from medrag.releases import LoadOutcome
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 # Two refreshes at once would load the same releases side by side and embed the same chunks twice.

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Engine, text
 
-from medrag import pipeline
-from medrag.config import Settings
-from medrag.documents import DocumentStats, build_documents
-from medrag.releases import LoadOutcome
+from medrag.core.config import Settings
+from medrag.index.documents import DocumentStats, build_documents
+from medrag.ingest import fetch_and_load as pipeline
+from medrag.ingest.releases import LoadOutcome
 
 # MCD first: HCPCS documents name the current LCDs that list each code.
 REFRESH_ORDER = ("mcd", "hcpcs", "icd10cm", "iom")

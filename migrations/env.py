@@ -5,8 +5,8 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
-from medrag.db import database_url
-from medrag.models import Base
+from medrag.core.db import database_url
+from medrag.core.models import Base
 
 target_metadata = Base.metadata
 

@@ -148,7 +148,7 @@ $$;
 -- The query's misspelt words with the corpus word each is corrected to: a word of four letters or more that neither
 -- the corpus nor its stem is in, and its nearest corpus word by trigram similarity (close in length, common words
 -- preferred). medrag_text_queries adds the corrections to the full-text query; the search's caller embeds the
--- corrected text (medrag/search.py: only words the embedding model does not know whole).
+-- corrected text (medrag/retrieval/search.py: only words the embedding model does not know whole).
 CREATE OR REPLACE FUNCTION medrag_spelling(query_text text)
 RETURNS TABLE (typed text, corrected text)
 LANGUAGE sql STABLE

@@ -1,7 +1,7 @@
-"""A local HTTP mirror of the CMS/CDC download sites, serving the site medrag.mirror.build_mirror writes.
+"""A local HTTP mirror of the CMS/CDC download sites, serving the site medrag.ingest.mirror.build_mirror writes.
 
 The pages and archives (MCD downloads page + nested export zips, the HCPCS quarterly page, ICD-10-CM code-table
-zips, IOM manual pages linking chapter PDFs) are built from the real files in cms_dir by medrag.mirror. This module
+zips, IOM manual pages linking chapter PDFs) are built from the real files in cms_dir by medrag.ingest.mirror. This
 serves them on a real ThreadingHTTPServer with ETag/Last-Modified/304 support, a request log, and fault URLs
 (redirect, N failures, truncated body, slow body, conditionals ignored, chunked body, attachment name) minted per
 test so faults never leak between tests.
@@ -20,8 +20,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
-# The site's layout is product code (medrag.mirror); tests import its URL paths and link texts from here.
-from medrag.mirror import (  # noqa: F401 - re-exported for the tests
+# The site's layout is product code (medrag.ingest.mirror); tests import its URL paths and link texts from here.
+from medrag.ingest.mirror import (  # noqa: F401 - re-exported for the tests
     HCPCS_LAYOUT_LINK_TEXT,
     HCPCS_LAYOUT_ZIP,
     HCPCS_PAGE,

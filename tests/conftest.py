@@ -14,9 +14,9 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
-from medrag import migrate
-from medrag.db import get_engine, libpq_url, sqlalchemy_url
-from medrag.embedded_pg import EmbeddedPostgres
+from medrag.core import migrate
+from medrag.core.db import get_engine, libpq_url, sqlalchemy_url
+from medrag.core.embedded_pg import EmbeddedPostgres
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CMS_DIR = Path(os.environ.get("MEDRAG_CMS_DIR", REPO_ROOT.parent / "shared" / "cms"))
@@ -125,7 +125,7 @@ def indexed_settings(pg_server_url: str, migrated_template: str, cms_mirror, tmp
     """Settings on a session database that `indexed_engine` fills from the local CMS mirror."""
     import dataclasses
 
-    from medrag.config import load_settings, source_urls_for
+    from medrag.core.config import load_settings, source_urls_for
 
     for url in fresh_database(pg_server_url, migrated_template):
         yield dataclasses.replace(
@@ -142,8 +142,8 @@ def indexed_engine(indexed_settings) -> Engine:
     most of CI's budget; the exact, full-text and trigram legs of the search still find them.
     """
     from medrag import pipeline
-    from medrag.documents import build_documents
-    from medrag.embedding import DocumentEmbedder, embed_pending
+    from medrag.index.documents import build_documents
+    from medrag.index.embedding import DocumentEmbedder, embed_pending
     from medrag.refresh import current_label
 
     engine = get_engine(url=indexed_settings.database_url)

@@ -1,4 +1,4 @@
-"""medrag.archive on the real CMS zips, the mirror's nested MCD export, and hostile archives made on the fly."""
+"""medrag.ingest.archive on the real CMS zips, the mirror's nested MCD export, and hostile archives made on the fly."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from cms_mirror import MCD_ALL_DATA_ZIP, CmsMirror
 
-from medrag.archive import ArchiveError, extract_nested, open_zip_safely, read_member, safe_extract
-from medrag.fetch import fetch
+from medrag.ingest.archive import ArchiveError, extract_nested, open_zip_safely, read_member, safe_extract
+from medrag.ingest.fetch import fetch
 
 HCPCS_ZIP_NAME = "2019-Alpha-Numeric-HCPCS-File.zip"
 BOMB_BYTES = 200 * 1024 * 1024

@@ -21,8 +21,8 @@ from medrag.answer.checks import InvalidQuestion
 from medrag.answer.context import WITHHELD
 from medrag.answer.pipeline import ask
 from medrag.cli import main
-from medrag.query_embedding import QueryEmbedder
-from medrag.search import SearchFilters
+from medrag.retrieval.query_embedding import QueryEmbedder
+from medrag.retrieval.search import SearchFilters
 
 OXYGEN = "Does Medicare cover home oxygen therapy for a patient with low blood oxygen?"
 OFF_TOPIC = ["What is the capital of France?", "asdf qwerty zxcv uiop", "Give me a recipe for chocolate chip cookies",
@@ -399,7 +399,7 @@ def test_gates_on_hand_made_sources(indexed_engine):
     from medrag.answer.evidence import Evidence
     from medrag.answer.structured import DraftSentence
     from medrag.answer.validate import Validator
-    from medrag.search import Hit
+    from medrag.retrieval.search import Hit
 
     def source(n, key, text_):
         hit = Hit(rank=n, score=0.1, source="ncd", key=key, title=f"Title {key}", heading="", text=text_,
@@ -444,7 +444,7 @@ def test_a_coverage_question_quotes_the_determination_not_a_code_description(ind
     from medrag.answer.evidence import Evidence
     from medrag.answer.extractive import extractive_answer, question_intent
     from medrag.answer.validate import Validator
-    from medrag.search import Hit
+    from medrag.retrieval.search import Hit
 
     def source(n, kind, key, text_):
         hit = Hit(rank=n, score=0.1, source=kind, key=key, title=f"Title {key}", heading="", text=text_,

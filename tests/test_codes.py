@@ -11,7 +11,7 @@ from sqlalchemy import text
 
 from medrag.cli import main
 from medrag.codes import HCPCS, ICD10CM, CodeFinder, CodeQueryError
-from medrag.codes.evaluate import evaluate, read_dev_set
+from medrag.codes.evaluation import evaluate, read_dev_set
 from medrag.codes.synonyms import SYSTEM_VALUES, clinical_synonym_entries
 
 DEV_SET = Path(__file__).resolve().parents[1] / "eval" / "codes_dev.jsonl"

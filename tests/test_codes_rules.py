@@ -8,7 +8,7 @@ import pytest
 
 from medrag.codes.classify import HCPCS, ICD10CM, SYSTEMS, classify, literal_codes, strip_codes
 from medrag.codes.consolidate import Candidate, CandidatePool, lexical_match, ranked, specificity
-from medrag.codes.evaluate import DevSetError, read_dev_set
+from medrag.codes.evaluation import DevSetError, read_dev_set
 from medrag.codes.finder import CodeQueryError, normalize_systems, validate_term
 from medrag.codes.plan import CodeRow, LegHit, Term
 from medrag.codes.synonyms import SynonymDataError, load_clinical_synonyms, parse_clinical_synonyms

@@ -7,8 +7,8 @@ import pytest
 from sqlalchemy import inspect, text
 from sqlalchemy.exc import IntegrityError
 
-from medrag import migrate
-from medrag.db import get_engine, libpq_url
+from medrag.core import migrate
+from medrag.core.db import get_engine, libpq_url
 
 CORE_TABLES = {"release", "raw_file", "document", "chunk", "query_log"}
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from medrag import config
+from medrag.core import config
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -34,7 +34,7 @@ def test_compose_names_the_services() -> None:
 
 def test_worker_gets_every_connection_variable_the_code_reads() -> None:
     worker_env = load_compose()["services"]["prefect-worker"]["environment"]
-    source = (REPO / "medrag" / "config.py").read_text()
+    source = (REPO / "medrag" / "core" / "config.py").read_text()
     for variable in ("DATABASE_URL", "MEDRAG_HOME", "MEDRAG_SOURCE", "VLLM_BASE_URL", "VLLM_MODEL"):
         assert f'"{variable}"' in source, f"config.py no longer reads {variable}"
         assert variable in worker_env

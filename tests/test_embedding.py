@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from sqlalchemy import Engine, text
 
-from medrag.config import load_settings
-from medrag.db import get_engine
-from medrag.embedding import DocumentEmbedder, EmbeddingError, EmbedStats, embed_pending
-from medrag.sources.mcd import ncd_documents, read_mcd_csv
+from medrag.core.config import load_settings
+from medrag.core.db import get_engine
+from medrag.index.embedding import DocumentEmbedder, EmbeddingError, EmbedStats, embed_pending
+from medrag.sources.mcd.release import ncd_documents, read_mcd_csv
 
 NCD_TRKG = Path("mcd/ncd/ncd_csv/ncd_trkg.csv")
 CHUNK_COUNT = 50

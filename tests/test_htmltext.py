@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from medrag.htmltext import html_to_text
-from medrag.sources.mcd import read_mcd_csv
+from medrag.sources.htmltext import html_to_text
+from medrag.sources.mcd.release import read_mcd_csv
 
 NARRATIVE_COLUMNS = ("itm_srvc_desc", "indctn_lmtn", "xref_txt", "othr_txt", "rev_hstry")
 TAG_LEFT_OVER = re.compile(r"<\s*/?\s*[A-Za-z!?]")

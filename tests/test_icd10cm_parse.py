@@ -9,8 +9,8 @@ from xml.sax.saxutils import unescape
 
 import pytest
 
-from medrag.errors import MedragError
-from medrag.sources.icd10cm import (
+from medrag.core.errors import MedragError
+from medrag.sources.icd10cm.release import (
     ICD10CM_CHAPTER_COLUMNS,
     ICD10CM_CODE_COLUMNS,
     ICD10CM_ORDER_COLUMNS,

@@ -15,10 +15,10 @@ import psycopg
 import pytest
 from sqlalchemy import text
 
-from medrag import pipeline
-from medrag.config import load_settings, source_urls_for
-from medrag.db import libpq_url
-from medrag.releases import LoadError, diff_releases
+from medrag.core.config import load_settings, source_urls_for
+from medrag.core.db import libpq_url
+from medrag.ingest import fetch_and_load as pipeline
+from medrag.ingest.releases import LoadError, diff_releases
 
 
 @pytest.fixture(scope="module")

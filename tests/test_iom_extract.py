@@ -20,8 +20,8 @@ from iom_pdfs import (
     write_iom_chapter_pdf,
 )
 
-from medrag.errors import MedragError
-from medrag.sources.iom import (
+from medrag.core.errors import MedragError
+from medrag.sources.iom.release import (
     IOM_SECTION_COLUMNS,
     ChapterLink,
     IomDiscoveryError,

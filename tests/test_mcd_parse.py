@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from medrag.sources.mcd import (
+from medrag.sources.mcd.release import (
     MCD_TABLES,
     NCD_COLUMNS,
     PARTS,

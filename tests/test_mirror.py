@@ -1,4 +1,4 @@
-"""medrag.mirror and `medrag mirror build`: a static CMS-like site on disk that the refresh pipeline reads as is."""
+"""medrag.ingest.mirror and `medrag mirror build`: a static CMS-like site on disk that the refresh reads as is."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
-from medrag import pipeline
-from medrag.config import load_settings, source_urls_for
-from medrag.mirror import (
+from medrag.core.config import load_settings, source_urls_for
+from medrag.ingest import fetch_and_load as pipeline
+from medrag.ingest.mirror import (
     HCPCS_LAYOUT_ZIP,
     HCPCS_PAGE,
     HCPCS_ZIP,

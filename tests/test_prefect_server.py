@@ -17,8 +17,7 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 import yaml
-
-from flows import (
+from medrag_flows import (
     DEFAULT_TIMEZONE,
     DEPLOYMENT_NAME,
     ENTRYPOINT,
@@ -176,8 +175,7 @@ def test_deploy_registers_the_quarterly_schedule_and_the_server_schedules_the_ne
 
 def test_a_process_worker_runs_the_deployed_flow_in_the_project_folder(server_env, client) -> None:
     import prefect.settings as prefect_settings
-
-    from flows.quarterly_refresh import deploy_quarterly
+    from medrag_flows.quarterly_refresh import deploy_quarterly
 
     with prefect_settings.temporary_settings(updates={prefect_settings.PREFECT_API_URL: server_env["PREFECT_API_URL"]}):
         deployment_id = deploy_quarterly("test-pool", timezone=DEFAULT_TIMEZONE)

@@ -14,8 +14,8 @@ import pytest
 from sentence_transformers import SentenceTransformer
 from tokenizers import Tokenizer
 
-from medrag.config import load_settings
-from medrag.query_embedding import (
+from medrag.core.config import load_settings
+from medrag.retrieval.query_embedding import (
     BACKEND_ONNX,
     BACKEND_SENTENCE_TRANSFORMERS,
     QueryEmbedder,
@@ -23,7 +23,7 @@ from medrag.query_embedding import (
     onnx_path_for,
     read_whole_words,
 )
-from medrag.sources.mcd import ncd_documents, read_mcd_csv
+from medrag.sources.mcd.release import ncd_documents, read_mcd_csv
 
 NCD_TRKG = Path("mcd/ncd/ncd_csv/ncd_trkg.csv")
 MAX_SEQ_LENGTH = 256
@@ -123,7 +123,7 @@ def test_the_export_is_cached_and_reused(onnx_embedder: QueryEmbedder, model_pat
 def test_query_time_never_imports_torch(onnx_embedder: QueryEmbedder, model_path: Path, cache_dir: Path) -> None:
     program = (
         "import json, sys\n"
-        "import medrag.query_embedding as qe\n"
+        "import medrag.retrieval.query_embedding as qe\n"
         "after_import = sorted(name for name in ('torch', 'sentence_transformers') if name in sys.modules)\n"
         f"embedder = qe.QueryEmbedder.for_model({str(model_path)!r}, {str(cache_dir)!r})\n"
         "vector = embedder.embed('Is acupuncture for chronic low back pain covered?')\n"
@@ -142,7 +142,7 @@ def test_falls_back_to_sentence_transformers_when_no_onnx_can_be_made(
 ) -> None:
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the cache directory would go")
-    with caplog.at_level(logging.WARNING, logger="medrag.query_embedding"):
+    with caplog.at_level(logging.WARNING, logger="medrag.retrieval.query_embedding"):
         embedder = QueryEmbedder.for_model(model_path, blocker / "cache")
     assert embedder.backend == BACKEND_SENTENCE_TRANSFORMERS
     [warning] = caplog.records

@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import text
 
 from medrag.cli.retrieval import query_embedder
-from medrag.db import libpq_url
-from medrag.search import QueryError, SearchFilters, embedding_text, search, vector_literal
+from medrag.core.db import libpq_url
+from medrag.retrieval.search import QueryError, SearchFilters, embedding_text, search, vector_literal
 
 
 @pytest.fixture(scope="module")

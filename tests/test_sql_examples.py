@@ -7,7 +7,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from medrag.db import libpq_url
+from medrag.core.db import libpq_url
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "sql" / "examples").glob("*.sql"))
 

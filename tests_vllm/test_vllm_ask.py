@@ -20,9 +20,9 @@ import pytest
 from sqlalchemy import text
 
 from medrag.answer.pipeline import ask
-from medrag.config import load_settings
-from medrag.db import get_engine
-from medrag.query_embedding import QueryEmbedder
+from medrag.core.config import load_settings
+from medrag.core.db import get_engine
+from medrag.retrieval.query_embedding import QueryEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV = Path(os.environ.get("VLLM_VENV", ROOT / ".venv-vllm"))

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Engine, text
 
-from medrag.errors import MedragError
+from medrag.core.errors import MedragError
 
 LOG_MODES = ("full", "hash")
 

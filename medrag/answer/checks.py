@@ -6,9 +6,9 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from medrag.enrichment import expand_abbreviations
-from medrag.errors import MedragError
-from medrag.search import MAX_QUERY_CHARS, QueryError, validate_query
+from medrag.core.errors import MedragError
+from medrag.index.enrichment import expand_abbreviations
+from medrag.retrieval.search import MAX_QUERY_CHARS, QueryError, validate_query
 
 if TYPE_CHECKING:
     from medrag.answer.llm import ChatClient

@@ -126,7 +126,7 @@ class ContextSource:
 
 def withhold_instructions(body: str) -> tuple[str, int]:
     """The text with instruction-like sentences replaced by a marker, and how many were replaced."""
-    from medrag.chunking import split_sentences
+    from medrag.index.chunking import split_sentences
 
     count = 0
     lines = []

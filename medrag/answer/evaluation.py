@@ -17,9 +17,9 @@ from typing import Any
 from sqlalchemy import Engine
 
 from medrag.answer.pipeline import GENERATION_STAGE, ask
-from medrag.config import Settings
-from medrag.errors import MedragError
-from medrag.search import SOURCES, QueryError, SearchFilters
+from medrag.core.config import Settings
+from medrag.core.errors import MedragError
+from medrag.retrieval.search import SOURCES, QueryError, SearchFilters
 
 # The goals of issue 6: a report says whether each one is met.
 GOAL_REFUSAL_ACCURACY = 0.95

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Engine, text
 
-from medrag.embedding import EMBED_TEXT_SQL
-from medrag.search import Hit, vector_literal
+from medrag.index.embedding import EMBED_TEXT_SQL
+from medrag.retrieval.search import Hit, vector_literal
 
 BELOW_THRESHOLD = "below_threshold"
 BEYOND_MAX_SOURCES = "beyond_max_sources"

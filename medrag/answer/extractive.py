@@ -16,8 +16,8 @@ from sqlalchemy import Engine, text
 from medrag.answer.context import AUTHORITY_RANK, WITHHELD, ContextSource
 from medrag.answer.structured import DraftSentence
 from medrag.answer.validate import STOPWORDS, Validator, content_words, stem
-from medrag.chunking import split_sentences
-from medrag.enrichment import expand_abbreviations
+from medrag.index.chunking import split_sentences
+from medrag.index.enrichment import expand_abbreviations
 
 CODE_SOURCES = ("hcpcs", "icd10cm")
 MIN_WORDS = 4

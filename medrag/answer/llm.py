@@ -13,8 +13,8 @@ from typing import Any
 
 import httpx
 
-from medrag.config import Settings
-from medrag.errors import MedragError
+from medrag.core.config import Settings
+from medrag.core.errors import MedragError
 
 # Statuses worth a second try: the server is overloaded or restarting, not rejecting the request.
 _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})

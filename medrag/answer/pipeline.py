@@ -28,8 +28,8 @@ from medrag.answer.structured import (
     stream_sentences,
 )
 from medrag.answer.validate import SentenceCheck, Validator, summarize
-from medrag.config import Settings
-from medrag.search import SearchFilters, search
+from medrag.core.config import Settings
+from medrag.retrieval.search import SearchFilters, search
 
 BACKENDS = ("auto", "vllm", "extractive")
 EXTRACTIVE_MODEL = "extractive"

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from medrag.errors import MedragError
+from medrag.core.errors import MedragError
 
 USAGE_ERROR = 2
 
@@ -39,7 +39,7 @@ def _register() -> None:
     from medrag.cli import ask as ask_commands
     from medrag.cli import codes as codes_commands
     from medrag.cli import db as db_commands
-    from medrag.cli import evaluate as evaluate_commands
+    from medrag.cli import evaluation as evaluate_commands
     from medrag.cli import flows as flows_commands
     from medrag.cli import ingest as ingest_commands
     from medrag.cli import mirror as mirror_commands

@@ -10,10 +10,10 @@ from typing import Any
 
 import click
 
-from medrag.cli.evaluate import eval_group
+from medrag.cli.evaluation import eval_group
 from medrag.cli.retrieval import build_filters, filter_options, query_embedder
-from medrag.config import load_settings
-from medrag.db import get_engine
+from medrag.core.config import load_settings
+from medrag.core.db import get_engine
 
 # Exit status of `medrag eval answers` when a goal is missed (2 stays "bad input / unreachable server").
 GOALS_MISSED = 1

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import click
 
-from medrag.cli.evaluate import eval_group
+from medrag.cli.evaluation import eval_group
 from medrag.cli.retrieval import query_embedder
 from medrag.codes.clinical_tables import DEFAULT_BASE_URL
 from medrag.codes.finder import DEFAULT_TOP, MAX_TOP, CodeFinder, validate_term
 from medrag.codes.results import CodeSearch
-from medrag.db import get_engine
+from medrag.core.db import get_engine
 
 GOALS_MISSED = 1
 # The dev-set goals of issue 7 (accuracy decides the exit status; latency depends on the machine).
@@ -74,7 +74,7 @@ def render(search: CodeSearch) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
 def eval_codes(terms_file: Path, as_json: bool) -> None:
     """Code lookup on a dev set: top-1 / top-5 accuracy and warm p50 / p95 latency."""
-    from medrag.codes.evaluate import evaluate, read_dev_set
+    from medrag.codes.evaluation import evaluate, read_dev_set
 
     terms = read_dev_set(terms_file)
     with CodeFinder(get_engine(), embedder_factory=query_embedder) as finder:

@@ -7,11 +7,11 @@ import sys
 
 import click
 
-from medrag import migrate
-from medrag.config import load_settings
-from medrag.db import database_url, embedded_server, libpq_url
-from medrag.embedded_pg import bin_dir
-from medrag.errors import MedragError
+from medrag.core import migrate
+from medrag.core.config import load_settings
+from medrag.core.db import database_url, embedded_server, libpq_url
+from medrag.core.embedded_pg import bin_dir
+from medrag.core.errors import MedragError
 
 
 @click.group("db")

@@ -16,13 +16,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
 import httpx
+from medrag_flows import DEPLOYMENT_NAME, FLOW_NAME, QUARTERLY_CRON, refresh_timezone, work_pool_name
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from flows import DEPLOYMENT_NAME, FLOW_NAME, QUARTERLY_CRON, refresh_timezone, work_pool_name
-from medrag.errors import MedragError
-from medrag.pipeline import SOURCE_NAMES
+from medrag.core.errors import MedragError
+from medrag.ingest.fetch_and_load import SOURCE_NAMES
 from medrag.refresh import REFRESH_ORDER
 
 # Where `prefect server start --host 127.0.0.1` listens; used when neither the environment nor a Prefect profile
@@ -123,7 +123,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
 def refresh_command(sources: tuple[str, ...], release: str | None, force: bool) -> None:
     """Fetch, load, chunk and embed through the Prefect flow, in this process; print what was loaded."""
     prefect_environment(quiet_console=True)
-    from flows.quarterly_refresh import RefreshFailed, quarterly_refresh
+    from medrag_flows.quarterly_refresh import RefreshFailed, quarterly_refresh
 
     stage_lines = StageLines()
     flow_logger = logging.getLogger("prefect.flow_runs")
@@ -161,7 +161,7 @@ def prefect_server() -> Iterator[str]:
 
 
 def _checked_schedule(cron: str, timezone: str) -> None:
-    from flows.quarterly_refresh import quarterly_schedule
+    from medrag_flows.quarterly_refresh import quarterly_schedule
 
     try:
         ZoneInfo(timezone)
@@ -188,7 +188,7 @@ def serve_command(cron: str, timezone: str | None) -> None:
     prefect_environment(quiet_console=False)
     timezone = timezone or refresh_timezone()
     _checked_schedule(cron, timezone)
-    from flows.quarterly_refresh import serve_quarterly
+    from medrag_flows.quarterly_refresh import serve_quarterly
 
     with prefect_server() as api_url:
         click.echo(f"serving {FLOW_NAME}/{DEPLOYMENT_NAME} on {api_url}: cron '{cron}' in {timezone}", err=True)
@@ -204,7 +204,7 @@ def deploy_command(cron: str, timezone: str | None, work_pool: str | None) -> No
     prefect_environment(quiet_console=False)
     timezone, work_pool = timezone or refresh_timezone(), work_pool or work_pool_name()
     _checked_schedule(cron, timezone)
-    from flows.quarterly_refresh import deploy_quarterly
+    from medrag_flows.quarterly_refresh import deploy_quarterly
 
     with prefect_server() as api_url:
         deployment_id = deploy_quarterly(work_pool, cron, timezone)

@@ -9,11 +9,11 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from medrag import pipeline
-from medrag.config import load_settings
-from medrag.db import get_engine
-from medrag.errors import MedragError
-from medrag.releases import LoadOutcome, diff_releases, list_releases
+from medrag.core.config import load_settings
+from medrag.core.db import get_engine
+from medrag.core.errors import MedragError
+from medrag.ingest import fetch_and_load as pipeline
+from medrag.ingest.releases import LoadOutcome, diff_releases, list_releases
 
 console = Console(stderr=True)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from medrag.mirror import build_mirror
+from medrag.ingest.mirror import build_mirror
 
 
 @click.group("mirror")

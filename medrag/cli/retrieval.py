@@ -7,14 +7,14 @@ import textwrap
 
 import click
 
-from medrag.config import load_settings
-from medrag.db import get_engine
-from medrag.search import SOURCES, SearchFilters, embedding_text, search, validate_query, vector_literal
+from medrag.core.config import load_settings
+from medrag.core.db import get_engine
+from medrag.retrieval.search import SOURCES, SearchFilters, embedding_text, search, validate_query, vector_literal
 
 
 def query_embedder():  # noqa: ANN201 - QueryEmbedder is imported lazily to keep `medrag --help` fast
     """The fast query-time embedder (ONNX when exported, else sentence-transformers) for the configured model."""
-    from medrag.query_embedding import QueryEmbedder
+    from medrag.retrieval.query_embedding import QueryEmbedder
 
     settings = load_settings()
     return QueryEmbedder.for_model(settings.embedding_model, settings.home / "models")

@@ -28,7 +28,7 @@ from medrag.codes.reflect import Decision, ReflectState, reflect
 from medrag.codes.results import CodeMatch, CodeSearch, Related, summarize
 from medrag.codes.synonyms import SynonymTable, load_clinical_synonyms
 from medrag.codes.terms import SPELLING, SYNONYM, TermQuery, Wording, build_term_query
-from medrag.errors import MedragError
+from medrag.core.errors import MedragError
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ class CodeQueryError(MedragError):
 
 
 class Embedder(Protocol):
-    """Anything that turns a text into a unit vector (medrag.query_embedding.QueryEmbedder)."""
+    """Anything that turns a text into a unit vector (medrag.retrieval.query_embedding.QueryEmbedder)."""
 
     def embed(self, text: str) -> list[float]:
         """The text's embedding."""

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, text
 
 from medrag.codes.classify import HCPCS, ICD10CM
-from medrag.errors import MedragError
+from medrag.core.errors import MedragError
 
 DOCUMENT_SOURCE = {ICD10CM: "icd10cm", HCPCS: "hcpcs"}
 LEG_LIMIT = 50

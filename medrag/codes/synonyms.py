@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from medrag.errors import MedragError
+from medrag.core.errors import MedragError
 
 CLINICAL_SYNONYMS_FILE = "clinical_synonyms.csv"
 CODE_SYNONYMS_FILE = "code_synonyms.csv"

@@ -9,7 +9,7 @@ Revises: 0004
 
 from alembic import op
 
-from medrag.migrate import run_sql_files
+from medrag.core.migrate import run_sql_files
 
 revision = "0005"
 down_revision = "0004"

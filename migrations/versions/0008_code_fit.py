@@ -13,7 +13,7 @@ Revises: 0007
 
 from alembic import op
 
-from medrag.migrate import run_sql_files
+from medrag.core.migrate import run_sql_files
 
 revision = "0008"
 down_revision = "0007"

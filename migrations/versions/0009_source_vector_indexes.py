@@ -13,7 +13,7 @@ Revises: 0008
 
 from alembic import op
 
-from medrag.migrate import run_sql_files
+from medrag.core.migrate import run_sql_files
 
 revision = "0009"
 down_revision = "0008"

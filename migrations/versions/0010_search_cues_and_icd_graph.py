@@ -12,7 +12,7 @@ Revises: 0009
 
 from alembic import op
 
-from medrag.migrate import run_sql_files
+from medrag.core.migrate import run_sql_files
 
 revision = "0010"
 down_revision = "0009"

@@ -7,7 +7,7 @@ Revision ID: 0011
 Revises: 0010
 """
 
-from medrag.migrate import run_sql_files
+from medrag.core.migrate import run_sql_files
 
 revision = "0011"
 down_revision = "0010"

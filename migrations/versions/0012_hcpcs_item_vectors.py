@@ -3,7 +3,7 @@
 An HCPCS document's text also carries its category path and the LCDs that list it: words a lay description of the
 item ("standard manual wheelchair") never says, which pulled its vector away from such queries. chunk.embedding_text
 holds what a chunk is embedded from when it is not heading + text (HCPCS: the long and short descriptions), and
-release.documents_format the medrag.documents.DOCUMENT_FORMATS version a release's documents were built with, so the
+release.documents_format the DOCUMENT_FORMATS version a release's documents were built with, so the
 next `medrag refresh` rebuilds (and re-embeds) the HCPCS documents built before (6,800 chunks: that refresh took
 194 s on 2 cores). Re-runs sql/search.sql (the leader rule weighs an HCPCS vector's distance for the shorter text) and
 sql/roles.sql.
@@ -15,7 +15,7 @@ Revises: 0011
 import sqlalchemy as sa
 from alembic import op
 
-from medrag.migrate import run_sql_files
+from medrag.core.migrate import run_sql_files
 
 revision = "0012"
 down_revision = "0011"

@@ -15,7 +15,7 @@ Revision ID: 0013
 Revises: 0012
 """
 
-from medrag.migrate import run_sql_files
+from medrag.core.migrate import run_sql_files
 
 revision = "0013"
 down_revision = "0012"

@@ -16,7 +16,7 @@ Revision ID: 0014
 Revises: 0013
 """
 
-from medrag.migrate import run_sql_files
+from medrag.core.migrate import run_sql_files
 
 revision = "0014"
 down_revision = "0013"

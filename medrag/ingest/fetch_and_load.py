@@ -16,11 +16,11 @@ from pathlib import Path, PurePosixPath
 import httpx
 from sqlalchemy import Engine
 
-from medrag.config import Settings
-from medrag.errors import MedragError
-from medrag.fetch import FetchRecord, fetch, get_text
-from medrag.manifest import Manifest, ManifestError
-from medrag.releases import LoadOutcome, load_release, loaded_release_with_same_files
+from medrag.core.config import Settings
+from medrag.core.errors import MedragError
+from medrag.ingest.fetch import FetchRecord, fetch, get_text
+from medrag.ingest.manifest import Manifest, ManifestError
+from medrag.ingest.releases import LoadOutcome, load_release, loaded_release_with_same_files
 from medrag.sources.common import ReleaseCandidate, Source, quarter_label
 
 SOURCE_NAMES = ("mcd", "hcpcs", "icd10cm", "iom")

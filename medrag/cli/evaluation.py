@@ -8,10 +8,10 @@ from pathlib import Path
 
 import click
 
-from medrag.db import get_engine
-from medrag.errors import MedragError
-from medrag.evaluation import DEFAULT_KS, Question, evaluate, load_questions
-from medrag.search import SearchFilters, search
+from medrag.core.db import get_engine
+from medrag.core.errors import MedragError
+from medrag.retrieval.evaluation import DEFAULT_KS, Question, evaluate, load_questions
+from medrag.retrieval.search import SearchFilters, search
 
 
 @click.group("eval")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from medrag.errors import MedragError
+from medrag.core.errors import MedragError
 
 MCD_PAGE = "/medicare-coverage-database/downloads/downloads.aspx"
 MCD_EXPORTS = "/medicare-coverage-database/downloads/exports"

@@ -13,16 +13,23 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
-from medrag.chunking import Section, SectionChunk, TokenCounter, chunk_sections, content_hash, default_token_counter
 from medrag.codes.synonyms import clinical_synonym_entries
-from medrag.enrichment import (
+from medrag.index.chunking import (
+    Section,
+    SectionChunk,
+    TokenCounter,
+    chunk_sections,
+    content_hash,
+    default_token_counter,
+)
+from medrag.index.enrichment import (
     hcpcs_category,
     hcpcs_document_text,
     hcpcs_embedding_text,
     icd10cm_document_text,
     load_synonyms,
 )
-from medrag.loading import copy_rows
+from medrag.ingest.copy import copy_rows
 
 NCD_URL = "https://www.cms.gov/medicare-coverage-database/view/ncd.aspx?NCDId={ncd_id}&ncdver={version}"
 LCD_URL = "https://www.cms.gov/medicare-coverage-database/view/lcd.aspx?LCDId={lcd_id}"
@@ -202,7 +209,7 @@ def _lcd_context(conn: Connection, release_id: int) -> dict[int, dict[str, Any]]
 
 def mcd_drafts(conn: Connection, release_id: int, counter: TokenCounter) -> list[DocumentDraft]:
     """NCD documents (every version, sections per narrative) and LCD / Article documents when present."""
-    from medrag.htmltext import html_to_text
+    from medrag.sources.htmltext import html_to_text
 
     drafts = []
     for row in _rows(conn, "SELECT * FROM ncd WHERE release_id = :r ORDER BY section, version", r=release_id):
@@ -272,7 +279,7 @@ def mcd_drafts(conn: Connection, release_id: int, counter: TokenCounter) -> list
 
 def iom_drafts(conn: Connection, release_id: int, counter: TokenCounter) -> list[DocumentDraft]:
     """One document per IOM section, keyed manual/chapter/section (e.g. 100-02/15/110), with its page range."""
-    from medrag.sources.iom import chapter_from_file_name
+    from medrag.sources.iom.release import chapter_from_file_name
 
     chapter_urls = {}
     for row in _rows(conn, "SELECT url FROM raw_file WHERE release_id = :r", r=release_id):

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from medrag.errors import MedragError
+from medrag.core.errors import MedragError
 
 # PostgreSQL refuses to run as root; as root we run its binaries as this unprivileged OS user.
 SERVICE_USER = "medrag"

@@ -7,9 +7,9 @@ from functools import lru_cache
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.engine import make_url
 
-from medrag.config import Settings, load_settings
-from medrag.embedded_pg import EmbeddedPostgres
-from medrag.errors import MedragError
+from medrag.core.config import Settings, load_settings
+from medrag.core.embedded_pg import EmbeddedPostgres
+from medrag.core.errors import MedragError
 
 
 class DatabaseUnavailable(MedragError):

@@ -13,8 +13,8 @@ import numpy as np
 import psycopg
 from sqlalchemy import Engine
 
-from medrag.db import libpq_url
-from medrag.errors import MedragError
+from medrag.core.db import libpq_url
+from medrag.core.errors import MedragError
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer

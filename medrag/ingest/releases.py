@@ -11,9 +11,9 @@ from typing import Any
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from medrag.errors import MedragError
-from medrag.fetch import FetchRecord
-from medrag.loading import delete_release_rows
+from medrag.core.errors import MedragError
+from medrag.ingest.copy import delete_release_rows
+from medrag.ingest.fetch import FetchRecord
 from medrag.sources.common import LoadReport
 
 

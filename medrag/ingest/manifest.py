@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from medrag.errors import MedragError
-from medrag.fetch import FetchRecord
+from medrag.core.errors import MedragError
+from medrag.ingest.fetch import FetchRecord
 
 MANIFEST_NAME = "manifest.json"
 

@@ -15,10 +15,10 @@ from pathlib import Path, PurePosixPath
 
 from sqlalchemy import Connection
 
-from medrag.archive import open_zip_safely, read_member
-from medrag.errors import MedragError
-from medrag.htmllinks import normalise_space, page_links
-from medrag.loading import copy_rows
+from medrag.core.errors import MedragError
+from medrag.ingest.archive import open_zip_safely, read_member
+from medrag.ingest.copy import copy_rows
+from medrag.ingest.links import normalise_space, page_links
 from medrag.sources.common import GetPage, LoadReport, ReleaseCandidate, RemoteFile
 
 

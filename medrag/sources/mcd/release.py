@@ -20,12 +20,12 @@ from urllib.parse import urlsplit
 
 from sqlalchemy import Connection
 
-from medrag.archive import extract_nested
-from medrag.errors import MedragError
-from medrag.htmllinks import page_links
-from medrag.htmltext import html_to_text
-from medrag.loading import copy_rows
+from medrag.core.errors import MedragError
+from medrag.ingest.archive import extract_nested
+from medrag.ingest.copy import copy_rows
+from medrag.ingest.links import page_links
 from medrag.sources.common import GetPage, LoadReport, ReleaseCandidate, RemoteFile
+from medrag.sources.htmltext import html_to_text
 
 PARTS: tuple[str, ...] = ("ncd", "lcd", "article")
 COLUMN_TYPES: frozenset[str] = frozenset({"text", "integer", "timestamp", "boolean", "date"})

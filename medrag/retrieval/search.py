@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
-from medrag.errors import MedragError
+from medrag.core.errors import MedragError
 
 SOURCES = ("ncd", "lcd", "article", "iom", "hcpcs", "icd10cm")
 MAX_QUERY_CHARS = 2000

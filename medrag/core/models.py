@@ -51,7 +51,7 @@ class Release(Base):
     loaded_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     manifest: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
     status_detail: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
-    # medrag.documents.DOCUMENT_FORMATS when its documents were built (NULL: before formats were recorded); a
+    # medrag.index.documents.DOCUMENT_FORMATS when its documents were built (NULL: before formats were recorded); a
     # refresh rebuilds the documents of a release built by an older format
     documents_format: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
@@ -142,7 +142,7 @@ class Chunk(Base):
     page_start: Mapped[int | None] = mapped_column(Integer)
     page_end: Mapped[int | None] = mapped_column(Integer)
     embedding: Mapped[Any] = mapped_column(Vector(EMBEDDING_DIM), nullable=True)
-    # what the embedding is computed from when it is not heading + text (medrag.embedding.EMBED_TEXT_SQL)
+    # what the embedding is computed from when it is not heading + text (medrag.index.embedding.EMBED_TEXT_SQL)
     embedding_text: Mapped[str | None] = mapped_column(Text)
     tsv: Mapped[Any] = mapped_column(
         TSVECTOR,

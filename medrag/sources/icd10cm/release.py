@@ -14,10 +14,10 @@ import defusedxml
 import defusedxml.ElementTree as SafeElementTree
 from sqlalchemy import Connection
 
-from medrag.archive import open_zip_safely, safe_extract
-from medrag.errors import MedragError
-from medrag.htmllinks import page_links
-from medrag.loading import copy_rows
+from medrag.core.errors import MedragError
+from medrag.ingest.archive import open_zip_safely, safe_extract
+from medrag.ingest.copy import copy_rows
+from medrag.ingest.links import page_links
 from medrag.sources.common import GetPage, LoadReport, ReleaseCandidate, RemoteFile
 
 

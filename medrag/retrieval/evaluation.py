@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from medrag.errors import MedragError
+from medrag.core.errors import MedragError
 
 DEFAULT_KS = (1, 3, 5, 10)
 

@@ -22,7 +22,7 @@ from tokenizers.models import WordPiece
 from tokenizers.normalizers import NFC, NFD, NFKC, NFKD, BertNormalizer, Lowercase, StripAccents
 from tokenizers.pre_tokenizers import BertPreTokenizer, WhitespaceSplit
 
-from medrag.errors import MedragError
+from medrag.core.errors import MedragError
 
 DEFAULT_MAX_SEQ_LENGTH = 256
 DEFAULT_OVERLAP_TOKENS = 32
@@ -154,7 +154,7 @@ def _configured_max_seq_length(folder: Path) -> int:
 @cache
 def default_token_counter() -> TokenCounter:
     """The TokenCounter of the configured embedding model (MEDRAG_EMBEDDING_MODEL), loaded once."""
-    from medrag.config import load_settings
+    from medrag.core.config import load_settings
 
     return TokenCounter(load_settings().embedding_model)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from medrag.errors import MedragError
+from medrag.core.errors import MedragError
 
 DEFAULT_MAX_TOTAL_BYTES = 4 * 1024**3
 # Real CMS/CDC members compress 1x-15x (CSV, fixed-width text, XML); deflate bombs reach about 1000x.

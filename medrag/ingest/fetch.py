@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlsplit
 
 import httpx
 
-from medrag.errors import MedragError
+from medrag.core.errors import MedragError
 
 ALLOWED_SCHEMES = frozenset({"http", "https", "file"})
 TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})

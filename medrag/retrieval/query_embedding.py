@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from medrag.errors import MedragError
+from medrag.core.errors import MedragError
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -212,7 +212,7 @@ class _OnnxBackend:
 
 class _SentenceTransformersBackend:
     def __init__(self, model_path: Path) -> None:
-        from medrag.embedding import DocumentEmbedder
+        from medrag.index.embedding import DocumentEmbedder
 
         self.embedder = DocumentEmbedder(str(model_path), device="cpu", batch_size=1)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 from alembic import command, op
@@ -10,8 +11,10 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine
 
-MIGRATIONS_DIR = Path(__file__).resolve().parents[1] / "migrations"
-SQL_DIR = Path(__file__).resolve().parents[1] / "sql"
+# Both ship inside the package (pyproject maps the top-level migrations/ and sql/ folders in), so an installed
+# medrag migrates without a source checkout.
+MIGRATIONS_DIR = Path(str(resources.files("medrag.migrations")))
+SQL_DIR = Path(str(resources.files("medrag.sql")))
 
 
 def run_sql_files(*names: str) -> None:

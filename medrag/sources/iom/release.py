@@ -26,8 +26,8 @@ from pdfplumber.page import Page
 from pdfplumber.utils.exceptions import MalformedPDFException, PdfminerException
 from sqlalchemy import Connection
 
-from medrag.errors import MedragError
-from medrag.loading import copy_rows
+from medrag.core.errors import MedragError
+from medrag.ingest.copy import copy_rows
 from medrag.sources.common import GetPage, LoadReport, ReleaseCandidate, RemoteFile
 
 IOM_INDEX_URL = "https://www.cms.gov/medicare/regulations-guidance/manuals/internet-only-manuals-ioms"

@@ -19,8 +19,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from medrag.chunking import TokenCounter, default_token_counter
-from medrag.errors import MedragError
+from medrag.core.errors import MedragError
+from medrag.index.chunking import TokenCounter, default_token_counter
 
 HCPCS_CATEGORIES_FILE = "hcpcs_categories.csv"
 CODE_SYNONYMS_FILE = "code_synonyms.csv"

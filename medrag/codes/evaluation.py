@@ -17,7 +17,7 @@ import numpy as np
 
 from medrag.codes.classify import SYSTEMS
 from medrag.codes.finder import CodeFinder
-from medrag.errors import MedragError
+from medrag.core.errors import MedragError
 
 
 class DevSetError(MedragError):

@@ -1,0 +1,1 @@
+"""Configuration, database, embedded server, migrations, errors and the core tables."""

@@ -1,0 +1,1 @@
+"""Documents out of tables: chunking, enrichment, document writing and embedding."""

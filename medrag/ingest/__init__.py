@@ -1,0 +1,1 @@
+"""Releases in: discovery pages, downloads with provenance, archives, manifests, binary COPY, releases."""

@@ -1,0 +1,1 @@
+"""Search: query embedding, the hybrid search, and its evaluation."""

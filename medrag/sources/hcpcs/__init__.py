@@ -1,0 +1,5 @@
+"""HCPCS Level II: the quarterly fixed-width release."""
+
+from medrag.sources.hcpcs.release import SOURCE
+
+__all__ = ["SOURCE"]
