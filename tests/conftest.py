@@ -141,9 +141,9 @@ def indexed_engine(indexed_settings) -> Engine:
     LCD (2.3k chunks) and code documents (53k) are built but not embedded: CPU embedding of all of them would take
     most of CI's budget; the exact, full-text and trigram legs of the search still find them.
     """
-    from medrag.ingest import fetch_and_load as pipeline
     from medrag.index.documents import build_documents
     from medrag.index.embedding import DocumentEmbedder, embed_pending
+    from medrag.ingest import fetch_and_load as pipeline
     from medrag.refresh import current_label
 
     engine = get_engine(url=indexed_settings.database_url)
