@@ -1,7 +1,7 @@
 """The quarterly refresh as Prefect flows: thin orchestration over the plain stage functions of medrag.refresh.
 
 quarterly_refresh runs one subflow per source (discover -> download -> extract/load -> chunk/enrich -> embed/index)
-in medrag.refresh.REFRESH_ORDER; a failing source does not stop the others, and the run ends FAILED naming it.
+in medrag.sources.registry.SOURCE_NAMES; a failing source does not stop the others, and the run ends FAILED naming it.
 Every task calls one plain function, so each stays testable without Prefect through `task.fn`.
 """
 

@@ -12,9 +12,7 @@ from medrag.core.config import Settings
 from medrag.index.documents import DocumentStats, build_documents
 from medrag.ingest import fetch_and_load as pipeline
 from medrag.ingest.releases import LoadOutcome
-
-# MCD first: HCPCS documents name the current LCDs that list each code.
-REFRESH_ORDER = ("mcd", "hcpcs", "icd10cm", "iom")
+from medrag.sources.registry import SOURCE_NAMES, spec
 
 Progress = Callable[[str], None]
 
@@ -32,10 +30,10 @@ class SourceRefresh:
 
 def ordered_sources(sources: list[str] | tuple[str, ...] | None) -> list[str]:
     """The requested sources (all by default) in refresh order; unknown names are a MedragError."""
-    wanted = list(sources or REFRESH_ORDER)
+    wanted = list(sources or SOURCE_NAMES)
     for name in wanted:
-        pipeline.get_source(name)  # validates the name
-    return [name for name in REFRESH_ORDER if name in wanted]
+        spec(name)  # validates the name
+    return [name for name in SOURCE_NAMES if name in wanted]
 
 
 def fetch_stage(settings: Settings, source: str, release: str | None, force: bool) -> list[pipeline.FetchedRelease]:

@@ -37,10 +37,11 @@ from medrag.cli import main
 from medrag.cli.flows import load_warnings
 from medrag.core.config import load_settings
 from medrag.core.errors import MedragError
-from medrag.index.documents import DOCUMENT_FORMATS, build_documents
+from medrag.index.documents import build_documents
 from medrag.index.embedding import DocumentEmbedder, embed_pending
 from medrag.ingest.fetch import DownloadError
 from medrag.ingest.mirror import HCPCS_PAGE, HCPCS_ZIP_LINK_TEXT, ICD10CM_PAGE, write_zip
+from medrag.sources.registry import spec
 
 HCPCS_RECORDS = 200
 NCD_RECORDS = 25
@@ -261,7 +262,7 @@ def test_documents_built_by_an_older_format_are_rebuilt_and_re_embedded(first_ru
     assert not hcpcs["documents"]["skipped"]
     assert (hcpcs["embedding"]["embedded"], hcpcs["embedding"]["reused"]) == (HCPCS_RECORDS, 0)
     assert scalar(engine, "SELECT documents_format FROM release WHERE source = 'hcpcs' AND is_current") \
-        == DOCUMENT_FORMATS["hcpcs"]
+        == spec("hcpcs").documents_format
     with engine.connect() as conn:
         title, body, words, vector = conn.execute(text(
             "SELECT d.title, c.text, c.embedding_text, c.embedding::real[] FROM chunk c "

@@ -18,8 +18,9 @@ from medrag.answer.structured import DraftSentence
 from medrag.answer.validate import STOPWORDS, Validator, content_words, stem
 from medrag.index.chunking import split_sentences
 from medrag.index.enrichment import expand_abbreviations
+from medrag.sources.registry import code_kind_names
 
-CODE_SOURCES = ("hcpcs", "icd10cm")
+CODE_SOURCES = code_kind_names()
 MIN_WORDS = 4
 MAX_WORDS = 80
 # A sentence must cover this share of the question's weighted terms to be quoted at all, and at least this share

@@ -22,8 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from medrag.core.errors import MedragError
-from medrag.ingest.fetch_and_load import SOURCE_NAMES
-from medrag.refresh import REFRESH_ORDER
+from medrag.sources.registry import SOURCE_NAMES
 
 # Where `prefect server start --host 127.0.0.1` listens; used when neither the environment nor a Prefect profile
 # names a server.
@@ -67,7 +66,7 @@ def refresh_table(summary: dict[str, Any]) -> Table:
     for column in columns:
         table.add_column(column, justify="left" if column in ("source", "release", "status", "table") else "right")
     done_by_source, failed = summary.get("sources", {}), summary.get("failed", {})
-    for source in [name for name in REFRESH_ORDER if name in done_by_source or name in failed]:
+    for source in [name for name in SOURCE_NAMES if name in done_by_source or name in failed]:
         if source in failed:
             table.add_row(source, "", "failed", *[""] * (len(columns) - 3))
             continue

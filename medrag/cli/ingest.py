@@ -14,11 +14,12 @@ from medrag.core.db import get_engine
 from medrag.core.errors import MedragError
 from medrag.ingest import fetch_and_load as pipeline
 from medrag.ingest.releases import LoadOutcome, diff_releases, list_releases
+from medrag.sources.registry import SOURCE_NAMES
 
 console = Console(stderr=True)
 
 source_option = click.option(
-    "--source", "sources", multiple=True, type=click.Choice(pipeline.SOURCE_NAMES),
+    "--source", "sources", multiple=True, type=click.Choice(SOURCE_NAMES),
     help="Source(s) to process (default: all four).",
 )
 release_option = click.option(
@@ -63,7 +64,7 @@ def run_fetch(sources: tuple[str, ...], release: str | None, force: bool) -> lis
     """Fetch every chosen source; a failing source is reported and the others still run."""
     settings = load_settings()
     fetched, failures = [], []
-    for name in sources or pipeline.SOURCE_NAMES:
+    for name in sources or SOURCE_NAMES:
         try:
             fetched += pipeline.fetch_source(settings, name, release=release, force=force, progress=_progress)
         except MedragError as exc:
@@ -110,7 +111,7 @@ def load_command(sources: tuple[str, ...], release: str | None, force: bool) -> 
     """Load fetched releases into the tables (one transaction per source and release)."""
     settings = load_settings()
     fetched = []
-    for name in sources or pipeline.SOURCE_NAMES:
+    for name in sources or SOURCE_NAMES:
         fetched += pipeline.fetched_releases(settings, name, release)
     run_load(fetched, force)
 
@@ -132,7 +133,7 @@ def releases_group() -> None:
 
 
 @releases_group.command("list")
-@click.option("--source", type=click.Choice(pipeline.SOURCE_NAMES), default=None)
+@click.option("--source", type=click.Choice(SOURCE_NAMES), default=None)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def releases_list(source: str | None, as_json: bool) -> None:
     """Every release: status, current flag, files, bytes, rows, missing members."""

@@ -24,6 +24,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from medrag.sources.registry import document_kind_names
+
 EMBEDDING_DIM = 384
 # Full-text configuration used by the generated tsvector column and by queries; both must agree.
 TEXT_SEARCH_CONFIG = "english"
@@ -125,7 +127,7 @@ class Chunk(Base):
                 postgresql_ops={"embedding": "vector_cosine_ops"},
                 postgresql_where=text(f"source = '{source}'"),
             )
-            for source in ("ncd", "lcd", "article", "iom", "hcpcs", "icd10cm")
+            for source in document_kind_names()
         ),
         Index("chunk_tsv_gin", "tsv", postgresql_using="gin"),
         Index("chunk_content_hash", "content_hash"),

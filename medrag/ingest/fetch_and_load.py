@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import os
 import shutil
 import tempfile
@@ -22,8 +21,8 @@ from medrag.ingest.fetch import FetchRecord, fetch, get_text
 from medrag.ingest.manifest import Manifest, ManifestError
 from medrag.ingest.releases import LoadOutcome, load_release, loaded_release_with_same_files
 from medrag.sources.common import ReleaseCandidate, Source, quarter_label
+from medrag.sources.registry import spec
 
-SOURCE_NAMES = ("mcd", "hcpcs", "icd10cm", "iom")
 PAGE_MAX_BYTES = 20 * 1024 * 1024
 STATE_DIR = "_state"  # conditional-request state (ETag, Last-Modified, hash) of the latest fetch per URL
 
@@ -31,10 +30,8 @@ Progress = Callable[[str], None]
 
 
 def get_source(name: str) -> Source:
-    """The source module's SOURCE object ('hcpcs', 'icd10cm', 'mcd', 'iom')."""
-    if name not in SOURCE_NAMES:
-        raise MedragError(f"unknown source {name!r}; choose from {', '.join(SOURCE_NAMES)}")
-    return importlib.import_module(f"medrag.sources.{name}").SOURCE
+    """The registered source's release handling (discover, tables, load); an unknown name is a MedragError."""
+    return spec(name).release()
 
 
 @dataclass

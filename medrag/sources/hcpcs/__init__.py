@@ -1,5 +1,6 @@
-"""HCPCS Level II: the quarterly fixed-width release."""
+"""HCPCS Level II: the quarterly fixed-width release, one document per code."""
 
-from medrag.sources.hcpcs.release import SOURCE
+from medrag.sources.registry import CODE_GROUP, DocumentKind, SourceSpec
 
-__all__ = ["SOURCE"]
+# documents_format 2: a code's vector is computed from its descriptions alone (chunk.embedding_text)
+SPEC = SourceSpec("hcpcs", kinds=(DocumentKind("hcpcs", CODE_GROUP),), documents_format=2)

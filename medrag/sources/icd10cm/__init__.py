@@ -1,5 +1,5 @@
-"""ICD-10-CM: the CDC tabular XML and order files."""
+"""ICD-10-CM: the CDC tabular XML and order files, one document per code."""
 
-from medrag.sources.icd10cm.release import SOURCE
+from medrag.sources.registry import CODE_GROUP, DocumentKind, SourceSpec
 
-__all__ = ["SOURCE"]
+SPEC = SourceSpec("icd10cm", kinds=(DocumentKind("icd10cm", CODE_GROUP),))

@@ -1,5 +1,5 @@
-"""The Internet-Only Manuals: chapter PDFs."""
+"""The Internet-Only Manuals: chapter PDFs, one document per numbered section."""
 
-from medrag.sources.iom.release import SOURCE
+from medrag.sources.registry import POLICY_GROUP, DocumentKind, SourceSpec
 
-__all__ = ["SOURCE"]
+SPEC = SourceSpec("iom", kinds=(DocumentKind("iom", POLICY_GROUP),))

@@ -1,5 +1,6 @@
-"""The Medicare Coverage Database: NCD, LCD and Article CSV exports."""
+"""The Medicare Coverage Database: NCD, LCD and Article CSV exports, one document per determination."""
 
-from medrag.sources.mcd.release import SOURCE
+from medrag.sources.registry import POLICY_GROUP, DocumentKind, SourceSpec
 
-__all__ = ["SOURCE"]
+SPEC = SourceSpec("mcd", kinds=(DocumentKind("ncd", POLICY_GROUP), DocumentKind("lcd", POLICY_GROUP),
+                               DocumentKind("article", POLICY_GROUP)))
