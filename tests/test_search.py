@@ -387,6 +387,7 @@ def test_reader_role_can_search_but_not_write(indexed_settings) -> None:
         (["search", "oxygen", "--source", "nope"], "Invalid value for '--source'"),
         (["search", "oxygen", "--as-of", "2024-13-45"], "Invalid value for '--as-of'"),
         (["search", "oxygen", "--state", "California"], "two-letter"),
+        (["search", "oxygen", "--state", "ZZ"], "unknown state 'ZZ': the current MCD release lists AK, AL"),
     ],
 )
 def test_bad_search_input_is_exit_2_with_a_clear_message(indexed_settings, args, message) -> None:

@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from medrag.core.errors import MedragError
+
 # The CMS pages each source is discovered from; a mirror replaces only the scheme + host part.
 CMS_SOURCE_URLS: dict[str, str] = {
     "iom": "https://www.cms.gov/medicare/regulations-guidance/manuals/internet-only-manuals-ioms",
@@ -22,14 +24,27 @@ def _default_home() -> Path:
     return Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share")) / "medrag"
 
 
-def _env_float(name: str, default: float) -> float:
+class SettingsError(MedragError):
+    """An environment variable medrag reads holds a value it cannot use."""
+
+
+def _env_number(name: str, default: float, kind: type[int] | type[float]) -> float:
     raw = os.environ.get(name)
-    return float(raw) if raw not in (None, "") else default
+    if raw in (None, ""):
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        wanted = "a whole number" if kind is int else "a number"
+        raise SettingsError(f"{name} must be {wanted}, got {raw!r}") from None
+
+
+def _env_float(name: str, default: float) -> float:
+    return _env_number(name, default, float)
 
 
 def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    return int(raw) if raw not in (None, "") else default
+    return int(_env_number(name, default, int))
 
 
 def _default_model_path() -> str:
@@ -91,7 +106,7 @@ def source_urls_for(source: str) -> dict[str, str]:
     if source == "cms":
         return dict(CMS_SOURCE_URLS)
     if not source.startswith("mirror:"):
-        raise ValueError(f"MEDRAG_SOURCE must be 'cms' or 'mirror:URL_OR_PATH', got {source!r}")
+        raise SettingsError(f"MEDRAG_SOURCE must be 'cms' or 'mirror:URL_OR_PATH', got {source!r}")
     base = source.removeprefix("mirror:").rstrip("/")
     if "://" not in base:
         base = Path(base).resolve().as_uri()

@@ -13,8 +13,9 @@ from typing import Any
 from sqlalchemy import Connection, Engine, text
 
 from medrag.core.errors import MedragError
+from medrag.sources.registry import document_kind_names
 
-SOURCES = ("ncd", "lcd", "article", "iom", "hcpcs", "icd10cm")
+SOURCES = document_kind_names()
 MAX_QUERY_CHARS = 2000
 MAX_K = 200
 
@@ -138,6 +139,20 @@ _SEARCH_SQL = text(
 
 
 _SPELLING_SQL = text("SELECT typed, corrected FROM medrag_spelling(:query)")
+# The states the current MCD export knows (its state_lookup member); empty when no MCD release is loaded.
+_KNOWN_STATES_SQL = text(
+    "SELECT s.state_abbrev FROM mcd_state_lookup s JOIN release r ON r.id = s.release_id AND r.is_current "
+    "ORDER BY 1"
+)
+
+
+def check_state(conn: Connection, state: str | None) -> None:
+    """QueryError for a state filter the current MCD release does not list (a typo would silently match nothing)."""
+    if state is None:
+        return
+    known = conn.execute(_KNOWN_STATES_SQL).scalars().all()
+    if known and state.upper() not in known:
+        raise QueryError(f"unknown state {state!r}: the current MCD release lists {', '.join(known)}")
 
 
 def embedding_text(conn: Connection, query: str, embedder: Any) -> str:
@@ -173,6 +188,7 @@ def search(
     timings: dict[str, float] = {}
     embedding = None
     with engine.connect() as conn:
+        check_state(conn, filters.state)
         if embedder is not None:
             embed_started = time.perf_counter()
             embedding = vector_literal(embedder.embed(embedding_text(conn, query, embedder)))
