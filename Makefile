@@ -20,13 +20,17 @@ else
   RUN_SOURCE := $(MEDRAG_SOURCE)
 endif
 
-.PHONY: run test install db lint clean-db
+.PHONY: run test test-unit install db lint clean-db
 
-# torch first, from the CPU build on local disk: an unpinned torch would pull GBs of CUDA wheels.
+# torch first, and its CPU build: the default wheel of PyPI pulls GBs of CUDA libraries. It comes from PyTorch's CPU
+# index; an offline machine names its own copy instead (TORCH_INDEX_URL=file:///path/to/simple, or a wheel folder
+# through pip's find-links), and pip takes the local wheel when the index cannot be reached.
+TORCH_SPEC ?= torch==2.13.0+cpu
+TORCH_INDEX_URL ?= https://download.pytorch.org/whl/cpu
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet "$(TORCH_SPEC)" --extra-index-url "$(TORCH_INDEX_URL)"
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
@@ -45,6 +49,10 @@ lint: install
 
 test: db lint
 	$(BIN)/pytest
+
+# The tests that need neither a database nor the corpus (seconds): `make test` runs them too.
+test-unit: install
+	$(BIN)/pytest -m unit
 
 clean-db: install
 	-$(BIN)/medrag db stop

@@ -6,6 +6,7 @@ import os
 import shutil
 import tempfile
 import uuid
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,13 +34,33 @@ def cms_dir() -> Path:
 # -- a real PostgreSQL + pgvector -------------------------------------------------------------------------------
 
 
+def _docker_engine_answers() -> bool:
+    """True when a Docker engine answers (testcontainers can start a container)."""
+    try:
+        import docker
+
+        docker.from_env().ping()
+    except Exception:  # noqa: BLE001 - no engine, no socket, no permission: all mean "not here"
+        return False
+    return True
+
+
 @pytest.fixture(scope="session")
 def pg_server_url() -> Iterator[str]:
-    """URL of a server database: DATABASE_URL if set, else an embedded server in a temp dir on 127.0.0.1."""
+    """URL of a server database: DATABASE_URL if set; a pgvector/pgvector container with MEDRAG_TEST_DB=docker
+    when a Docker engine answers; else an embedded server in a temp dir on 127.0.0.1."""
     external = os.environ.get("DATABASE_URL")
     if external:
         yield sqlalchemy_url(external)
         return
+    if os.environ.get("MEDRAG_TEST_DB") == "docker" and _docker_engine_answers():
+        from testcontainers.community.postgres import PostgresContainer
+
+        with PostgresContainer("pgvector/pgvector:pg18", driver="psycopg") as container:
+            yield sqlalchemy_url(container.get_connection_url())
+        return
+    if os.environ.get("MEDRAG_TEST_DB") == "docker":
+        warnings.warn("MEDRAG_TEST_DB=docker but no Docker engine answers: using the embedded server", stacklevel=1)
     # mkdtemp makes a 0700 dir; PostgreSQL runs as an unprivileged user when we are root, so open it up.
     home = Path(tempfile.mkdtemp(prefix="medrag-test-", dir=os.environ.get("MEDRAG_TEST_TMP", "/tmp")))
     home.chmod(0o755)
@@ -154,3 +175,20 @@ def indexed_engine(indexed_settings) -> Engine:
         build_documents(engine, source, current_label(engine, source))
     embed_pending(engine, DocumentEmbedder(indexed_settings.embedding_model), sources=["ncd", "iom"])
     return engine
+
+
+# -- what each test needs, as markers: `pytest -m unit` runs the tests that need neither database nor corpus -----------
+
+CORPUS_FIXTURES = frozenset({"cms_dir", "cms_mirror", "indexed_settings", "indexed_engine"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test corpus (reads the real CMS files), database (a real PostgreSQL) or unit (neither)."""
+    for item in items:
+        needs = set(getattr(item, "fixturenames", ()))
+        if needs & CORPUS_FIXTURES:
+            item.add_marker(pytest.mark.corpus)
+        if "pg_server_url" in needs:
+            item.add_marker(pytest.mark.database)
+        if not needs & CORPUS_FIXTURES and "pg_server_url" not in needs:
+            item.add_marker(pytest.mark.unit)
