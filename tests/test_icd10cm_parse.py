@@ -10,6 +10,7 @@ from xml.sax.saxutils import unescape
 import pytest
 
 from medrag.core.errors import MedragError
+from medrag.core.identifiers import dotted_icd10cm
 from medrag.sources.icd10cm.release import (
     ICD10CM_CHAPTER_COLUMNS,
     ICD10CM_CODE_COLUMNS,
@@ -21,7 +22,6 @@ from medrag.sources.icd10cm.release import (
     find_order_member,
     find_tabular_member,
     fiscal_year_label,
-    format_code_with_dot,
     parse_order_file,
     parse_tabular,
 )
@@ -288,7 +288,7 @@ def test_order_file_billable_flags_agree_with_the_tabular(
     # The rest are full 7-character codes built from a tabular code that requires a 7th character.
     for code in order.keys() - shared:
         stem = code.replace(".", "")[:-1].rstrip("X")
-        base = format_code_with_dot(stem)
+        base = dotted_icd10cm(stem)
         assert len(code.replace(".", "")) == 7
         assert tabular[base]["requires_seventh_character"] is True, code
         assert order[code]["billable"] is True
@@ -302,9 +302,9 @@ def test_bad_order_line_names_file_and_line(tmp_path: Path) -> None:
 
 
 def test_dot_formatting() -> None:
-    assert format_code_with_dot("E11621") == "E11.621"
-    assert format_code_with_dot("A00") == "A00"
-    assert format_code_with_dot("S72001A") == "S72.001A"
+    assert dotted_icd10cm("E11621") == "E11.621"
+    assert dotted_icd10cm("A00") == "A00"
+    assert dotted_icd10cm("S72001A") == "S72.001A"
 
 
 # ------------------------------------------------------------------------------------------- hostile input

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from medrag.core.errors import MedragError
+from medrag.core.identifiers import AFTER, ANY_IDENTIFIER, BEFORE
 from medrag.index.enrichment import expand_abbreviations
 from medrag.retrieval.search import MAX_QUERY_CHARS, QueryError, validate_query
 
@@ -15,9 +16,7 @@ if TYPE_CHECKING:
 
 REWRITE_MODES = ("off", "expand", "llm")
 # Identifiers a rewrite must keep: dropping "E0601" or "L33718" would send retrieval somewhere else entirely.
-_IDENTIFIER = re.compile(
-    r"(?<![A-Za-z0-9])(?:[A-Z][0-9][0-9A-Z](?:\.[0-9A-Z]{1,4})?|[A-Z][0-9]{4,5}|[0-9]{1,3}\.[0-9]{1,2})(?![A-Za-z0-9])"
-)
+_IDENTIFIER = re.compile(rf"{BEFORE}(?:{ANY_IDENTIFIER}){AFTER}")
 _REWRITE_SCHEMA = {
     "type": "object",
     "properties": {"query": {"type": "string"}},

@@ -18,6 +18,9 @@ from sqlalchemy import Engine, text
 
 from medrag.answer.context import ContextSource
 from medrag.answer.structured import DraftSentence
+from medrag.core import identifiers
+from medrag.core.identifiers import AFTER, AFTER_CATEGORY, BEFORE
+from medrag.core.identifiers import dotted_icd10cm as _icd_key
 
 NO_CITATION = "no_citation"
 UNKNOWN_SOURCE = "unknown_source"
@@ -27,15 +30,13 @@ UNSUPPORTED = "unsupported"
 UNSUPPORTED_CITATION = "unsupported_citation"
 EMPTY = "empty_sentence"
 
-_BEFORE = r"(?<![A-Za-z0-9])"
-_AFTER = r"(?![A-Za-z0-9])"
-_NCD = re.compile(r"\bNCD\s*#?\s*([0-9]{1,3}(?:\.[0-9]{1,2}){0,2})(?![0-9])", re.IGNORECASE)
-_LCD = re.compile(rf"{_BEFORE}(?:LCD\s*#?\s*L?([0-9]{{5}})|L([0-9]{{5}})){_AFTER}")
-_ARTICLE = re.compile(rf"{_BEFORE}(A5[0-9]{{4}}){_AFTER}")
-_ICD_DOTTED = re.compile(rf"{_BEFORE}([A-Z][0-9][0-9A-Z]\.[0-9A-Z]{{1,4}}){_AFTER}")
-_FIVE_CHAR = re.compile(rf"{_BEFORE}([A-Z][0-9]{{4}}){_AFTER}")  # HCPCS (E0601) or undotted ICD-10-CM (E1165)
-_ICD_UNDOTTED = re.compile(rf"{_BEFORE}([A-Z][0-9]{{2}}[0-9A-Z]{{1,4}}){_AFTER}")
-_ICD_CATEGORY = re.compile(rf"{_BEFORE}([A-Z][0-9]{{2}})(?![A-Za-z0-9]|\.[0-9A-Z])")
+_NCD = re.compile(identifiers.NCD, re.IGNORECASE)
+_LCD = re.compile(rf"{BEFORE}{identifiers.LCD}{AFTER}")
+_ARTICLE = re.compile(rf"{BEFORE}({identifiers.ARTICLE}){AFTER}")
+_ICD_DOTTED = re.compile(rf"{BEFORE}({identifiers.ICD10CM_DOTTED}){AFTER}")
+_FIVE_CHAR = re.compile(rf"{BEFORE}({identifiers.HCPCS_OR_UNDOTTED_ICD10CM}){AFTER}")
+_ICD_UNDOTTED = re.compile(rf"{BEFORE}({identifiers.ICD10CM_UNDOTTED}){AFTER}")
+_ICD_CATEGORY = re.compile(rf"{BEFORE}({identifiers.ICD10CM_CATEGORY_IN_TEXT}){AFTER_CATEGORY}")
 # "vitamin B12" is not a code; "ICD-10 code E99" is one (that does not exist).
 _CODE_CUE = re.compile(r"(?:ICD|code|codes|category|diagnosis|dx)\W{0,3}(?:\w+\W{1,3}){0,2}$", re.IGNORECASE)
 
@@ -78,11 +79,6 @@ def stem(word: str) -> str:
     return word
 
 
-def _icd_key(token: str) -> str:
-    token = token.upper().replace(".", "")
-    return token if len(token) <= 3 else f"{token[:3]}.{token[3:]}"
-
-
 def find_code_tokens(sentence: str) -> list[CodeToken]:
     """Every code-like token in a sentence, each once."""
     tokens: dict[tuple[str, str], CodeToken] = {}
@@ -95,7 +91,7 @@ def find_code_tokens(sentence: str) -> list[CodeToken]:
         add(CodeToken("ncd", match.group(0), match.group(1)))
         taken.append(match.span())
     for match in _LCD.finditer(sentence):
-        add(CodeToken("lcd", match.group(0), "L" + (match.group(1) or match.group(2))))
+        add(CodeToken("lcd", match.group(0), "L" + match.group(1)))
         taken.append(match.span())
     for match in _ARTICLE.finditer(sentence):
         add(CodeToken("article", match.group(1), match.group(1)))

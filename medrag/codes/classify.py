@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 
 from medrag.codes.synonyms import SynonymTable, load_clinical_synonyms
+from medrag.core import identifiers
+from medrag.core.identifiers import AFTER, AFTER_CATEGORY, BEFORE, dotted_icd10cm
 
 ICD10CM = "ICD-10-CM"
 HCPCS = "HCPCS"
@@ -74,11 +76,11 @@ QUALIFIER_WORDS = frozenset("""
     complex small large mini standard heavy light lightweight new old early late single multiple each
 """.split())
 
-# HCPCS Level II (letter A-V, four digits) and ICD-10-CM (letter, digit, digit-or-letter, then up to four
-# characters after the dot). A bare three-character ICD category needs a digit third ("E11", not "A1C").
-_HCPCS_CODE = re.compile(r"(?<![A-Za-z0-9.])([A-Va-v][0-9]{4})(?![A-Za-z0-9])")
-_ICD_CODE_DOTTED = re.compile(r"(?<![A-Za-z0-9.])([A-Za-z][0-9][0-9A-Za-z]\.[0-9A-Za-z]{1,4})(?![A-Za-z0-9.])")
-_ICD_CODE_BARE = re.compile(r"(?<![A-Za-z0-9.])([A-Za-z][0-9][0-9][0-9A-Za-z]{0,4})(?![A-Za-z0-9.])")
+# Codes written in a term, in any case (medrag.core.identifiers): a bare category needs a digit third there.
+_HCPCS_CODE = re.compile(rf"{BEFORE}({identifiers.HCPCS}){AFTER}", re.IGNORECASE)
+_ICD_CODE_DOTTED = re.compile(rf"{BEFORE}({identifiers.ICD10CM_DOTTED}){AFTER}", re.IGNORECASE)
+_ICD_CODE_BARE = re.compile(
+    rf"{BEFORE}({identifiers.ICD10CM_CATEGORY_IN_TEXT}|{identifiers.ICD10CM_UNDOTTED}){AFTER_CATEGORY}", re.IGNORECASE)
 _MODIFIER_CODE = re.compile(r"[a-z0-9]{2}")
 _WORD = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*")
 
@@ -148,9 +150,7 @@ def literal_codes(text: str) -> dict[str, tuple[str, ...]]:
     """Codes written in a term, per system, upper-cased; ICD-10-CM codes with their dot ("E11621" -> "E11.621")."""
     hcpcs = [match.upper() for match in _HCPCS_CODE.findall(text)]
     icd = [match.upper() for match in _ICD_CODE_DOTTED.findall(text)]
-    for bare in _ICD_CODE_BARE.findall(text):
-        bare = bare.upper()
-        icd.append(bare if len(bare) == 3 else f"{bare[:3]}.{bare[3:]}")
+    icd += [dotted_icd10cm(bare) for bare in _ICD_CODE_BARE.findall(text)]
     found = {}
     if hcpcs:
         found[HCPCS] = tuple(dict.fromkeys(hcpcs))

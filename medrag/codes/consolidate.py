@@ -21,15 +21,14 @@ stays below the medium tier. A code written in the term and found in the tables 
 
 from __future__ import annotations
 
-import csv
 import re
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
-from importlib import resources
 
 from medrag.codes.classify import HCPCS, ICD10CM
 from medrag.codes.plan import CodeRow, LegHit
 from medrag.codes.terms import Concept, TermQuery
+from medrag.index.enrichment import hcpcs_category_ranges
 
 HIGH, MEDIUM, POSSIBLE = "high", "medium", "possible"
 TIERS = ((0.8, HIGH), (0.5, MEDIUM), (0.3, POSSIBLE))
@@ -69,9 +68,8 @@ _ASKS_FOR = {
 @cache
 def _reporting_ranges() -> tuple[tuple[str, str], ...]:
     """HCPCS ranges of quality-measure and functional-limitation reporting codes (data/hcpcs_categories.csv)."""
-    text = resources.files("medrag").joinpath("data", "hcpcs_categories.csv").read_text(encoding="utf-8")
-    return tuple((row["first_code"], row["last_code"]) for row in csv.DictReader(text.splitlines())
-                 if "reporting" in row["category"].lower())
+    return tuple((item.first_code, item.last_code) for item in hcpcs_category_ranges()
+                 if "reporting" in item.category.lower())
 
 
 def is_reporting_code(code: str) -> bool:

@@ -12,12 +12,11 @@ import csv
 import re
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 
 from medrag.core.errors import MedragError
+from medrag.index.enrichment import data_text, load_synonyms
 
 CLINICAL_SYNONYMS_FILE = "clinical_synonyms.csv"
-CODE_SYNONYMS_FILE = "code_synonyms.csv"
 COLUMNS = ("term", "expansion", "kind", "system")
 KINDS = ("abbreviation", "lay", "brand", "variant")
 # Values of the system column; "both" hints at ICD-10-CM and HCPCS, an empty cell at neither.
@@ -87,10 +86,6 @@ class SynonymTable:
         return found
 
 
-def _data_text(name: str) -> str:
-    return resources.files("medrag").joinpath("data", name).read_text(encoding="utf-8")
-
-
 def parse_clinical_synonyms(text: str, source: str = CLINICAL_SYNONYMS_FILE) -> list[SynonymEntry]:
     """Entries of a clinical synonym CSV, checked: header, lower-case terms, known kinds and systems, no repeats."""
     reader = csv.DictReader(text.splitlines())
@@ -122,21 +117,19 @@ def parse_clinical_synonyms(text: str, source: str = CLINICAL_SYNONYMS_FILE) -> 
 
 
 def _code_synonym_entries(known: set[str]) -> list[SynonymEntry]:
-    """Case-insensitive abbreviations of code_synonyms.csv that the clinical table does not define."""
+    """Case-insensitive abbreviations of code_synonyms.csv (read once, by medrag.index.enrichment) that the clinical
+    table does not define; "exact" rows (AIDS / aids: also ordinary words) are unsafe in lower-cased terms."""
     grouped: dict[str, list[str]] = {}
-    for row in csv.DictReader(_data_text(CODE_SYNONYMS_FILE).splitlines()):
-        term = (row.get("abbreviation") or "").strip().lower()
-        # "exact" rows are abbreviations that are also ordinary words (AIDS / aids): unsafe in lower-cased terms.
-        if row.get("match") != "any_case" or not _TERM.fullmatch(term) or term in known:
-            continue
-        grouped.setdefault(term, []).append((row.get("expansion") or "").strip())
-    return [SynonymEntry(term, tuple(filter(None, expansions)), "abbreviation", ())
-            for term, expansions in grouped.items() if any(expansions)]
+    for abbreviation, expansions in load_synonyms(exact_case=False).items():
+        term = abbreviation.lower()
+        if _TERM.fullmatch(term) and term not in known:
+            grouped.setdefault(term, []).extend(expansions)
+    return [SynonymEntry(term, tuple(expansions), "abbreviation", ()) for term, expansions in grouped.items()]
 
 
 def clinical_synonym_entries() -> list[SynonymEntry]:
     """The entries of the packaged clinical_synonyms.csv alone."""
-    return parse_clinical_synonyms(_data_text(CLINICAL_SYNONYMS_FILE))
+    return parse_clinical_synonyms(data_text(CLINICAL_SYNONYMS_FILE))
 
 
 @cache

@@ -61,7 +61,8 @@ class _CategoryTable:
     sections: dict[str, str] = field(default_factory=dict)  # letter -> section title
 
 
-def _data_text(name: str) -> str:
+def data_text(name: str) -> str:
+    """A data file packaged with medrag (medrag/data/), as text."""
     return resources.files("medrag").joinpath("data", name).read_text(encoding="utf-8")
 
 
@@ -91,7 +92,7 @@ def parse_hcpcs_categories(text: str, *, source: str = HCPCS_CATEGORIES_FILE) ->
 
 @cache
 def _category_table() -> _CategoryTable:
-    ranges = parse_hcpcs_categories(_data_text(HCPCS_CATEGORIES_FILE))
+    ranges = parse_hcpcs_categories(data_text(HCPCS_CATEGORIES_FILE))
     sections = {item.first_code[0]: item.section for item in ranges}
     return _CategoryTable(ranges, tuple(item.first_code for item in ranges), sections)
 
@@ -145,7 +146,7 @@ def _alternation(abbreviations: list[str], flags: int) -> re.Pattern[str] | None
 @cache
 def _synonym_table() -> _SynonymTable:
     synonyms = []
-    for line, row in enumerate(csv.DictReader(_data_text(CODE_SYNONYMS_FILE).splitlines()), start=2):
+    for line, row in enumerate(csv.DictReader(data_text(CODE_SYNONYMS_FILE).splitlines()), start=2):
         abbreviation, expansion, match = row["abbreviation"].strip(), row["expansion"].strip(), row["match"]
         if not abbreviation or not expansion or match not in ("exact", "any_case"):
             raise EnrichmentDataError(f"{CODE_SYNONYMS_FILE} line {line}: need abbreviation, expansion, exact|any_case")

@@ -15,6 +15,7 @@ import defusedxml.ElementTree as SafeElementTree
 from sqlalchemy import Connection
 
 from medrag.core.errors import MedragError
+from medrag.core.identifiers import dotted_icd10cm
 from medrag.ingest.archive import open_zip_safely, safe_extract
 from medrag.ingest.copy import copy_rows
 from medrag.ingest.links import page_links
@@ -367,11 +368,6 @@ def parse_tabular(path: Path) -> TabularRelease:
 # ---------------------------------------------------------------------------------------------- order file
 
 
-def format_code_with_dot(code: str) -> str:
-    """Insert the ICD-10-CM dot after the category: "E11621" -> "E11.621"; 3-character codes stay as is."""
-    return code if len(code) <= 3 else f"{code[:3]}.{code[3:]}"
-
-
 def _order_rows(path: Path, lines: Iterable[str]) -> Iterator[dict]:
     """Decode fixed-width order-file lines: order 0-4, code 6-12, flag 14, short 16-75, long 77-."""
     for line_number, raw_line in enumerate(lines, start=1):
@@ -390,7 +386,7 @@ def _order_rows(path: Path, lines: Iterable[str]) -> Iterator[dict]:
             raise Icd10cmFormatError(f"{path}: line {line_number} ({code}) lacks a short or long description")
         yield {
             "order_number": int(order_text),
-            "code": format_code_with_dot(code),
+            "code": dotted_icd10cm(code),
             "billable": flag == "1",
             "short_description": short_description,
             "long_description": long_description,
