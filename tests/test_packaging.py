@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -35,8 +36,12 @@ def test_every_package_in_the_tree_is_declared() -> None:
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    # Built from a copy: setuptools leaves a build/ folder beside the sources, and a stale one would leak into wheels.
+    tree = tmp_path_factory.mktemp("tree") / "medrag"
+    shutil.copytree(REPO, tree, ignore=shutil.ignore_patterns(".git", ".venv*", ".medrag*", "build", "*.egg-info",
+                                                              "__pycache__", ".pytest_cache", ".ruff_cache"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet", "-w",
-                    str(out), str(REPO)], check=True, timeout=600, capture_output=True)
+                    str(out), str(tree)], check=True, timeout=600, capture_output=True)
     return next(out.glob("medrag-*.whl"))
 
 

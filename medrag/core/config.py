@@ -7,14 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from medrag.core.errors import MedragError
+from medrag.sources.registry import specs
 
-# The CMS pages each source is discovered from; a mirror replaces only the scheme + host part.
-CMS_SOURCE_URLS: dict[str, str] = {
-    "iom": "https://www.cms.gov/medicare/regulations-guidance/manuals/internet-only-manuals-ioms",
-    "mcd": "https://www.cms.gov/medicare-coverage-database/downloads/downloads.aspx",
-    "hcpcs": "https://www.cms.gov/medicare/coding-billing/healthcare-common-procedure-system/quarterly-update",
-    "icd10cm": "https://www.cms.gov/medicare/coding-billing/icd-10-codes/icd-10-cm-files",
-}
+# The CMS page each registered source is discovered from; a mirror replaces only the scheme + host part.
+CMS_SOURCE_URLS: dict[str, str] = {source.name: source.page_url for source in specs()}
 
 
 def _default_home() -> Path:

@@ -43,6 +43,7 @@ class SourceSpec:
 
     name: str
     kinds: tuple[DocumentKind, ...]
+    page_url: str  # the CMS page its releases are discovered from (MEDRAG_<NAME>_URL overrides it)
     documents_format: int = 1
 
     def release(self) -> Source:

@@ -2,4 +2,5 @@
 
 from medrag.sources.registry import CODE_GROUP, DocumentKind, SourceSpec
 
-SPEC = SourceSpec("icd10cm", kinds=(DocumentKind("icd10cm", CODE_GROUP),))
+PAGE_URL = "https://www.cms.gov/medicare/coding-billing/icd-10-codes/icd-10-cm-files"
+SPEC = SourceSpec("icd10cm", page_url=PAGE_URL, kinds=(DocumentKind("icd10cm", CODE_GROUP),))

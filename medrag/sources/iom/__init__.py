@@ -2,4 +2,5 @@
 
 from medrag.sources.registry import POLICY_GROUP, DocumentKind, SourceSpec
 
-SPEC = SourceSpec("iom", kinds=(DocumentKind("iom", POLICY_GROUP),))
+PAGE_URL = "https://www.cms.gov/medicare/regulations-guidance/manuals/internet-only-manuals-ioms"
+SPEC = SourceSpec("iom", page_url=PAGE_URL, kinds=(DocumentKind("iom", POLICY_GROUP),))

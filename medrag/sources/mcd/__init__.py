@@ -2,5 +2,6 @@
 
 from medrag.sources.registry import POLICY_GROUP, DocumentKind, SourceSpec
 
-SPEC = SourceSpec("mcd", kinds=(DocumentKind("ncd", POLICY_GROUP), DocumentKind("lcd", POLICY_GROUP),
-                               DocumentKind("article", POLICY_GROUP)))
+PAGE_URL = "https://www.cms.gov/medicare-coverage-database/downloads/downloads.aspx"
+KINDS = (DocumentKind("ncd", POLICY_GROUP), DocumentKind("lcd", POLICY_GROUP), DocumentKind("article", POLICY_GROUP))
+SPEC = SourceSpec("mcd", page_url=PAGE_URL, kinds=KINDS)
