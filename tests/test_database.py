@@ -1,31 +1,15 @@
-"""The schema on a real PostgreSQL + pgvector: migrations both ways, vectors, full text."""
+"""The schema on a real PostgreSQL + pgvector: a data fix, extensions, indexes, vectors, full text (migrations both
+ways: test_migrations.py)."""
 
 from __future__ import annotations
 
 import psycopg
 import pytest
-from sqlalchemy import inspect, text
+from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
 from medrag.core import migrate
 from medrag.core.db import get_engine, libpq_url
-
-CORE_TABLES = {"release", "raw_file", "document", "chunk", "query_log"}
-
-
-def test_migrations_run_forward_from_empty_and_back_down(empty_db_url: str) -> None:
-    migrate.upgrade(empty_db_url)
-    engine = get_engine(url=empty_db_url)
-    assert CORE_TABLES <= set(inspect(engine).get_table_names())
-    assert migrate.current_revision(empty_db_url) == migrate.head_revision()
-
-    migrate.downgrade(empty_db_url, "base")
-    inspector = inspect(get_engine(url=empty_db_url))
-    assert not (CORE_TABLES & set(inspector.get_table_names()))
-    assert migrate.current_revision(empty_db_url) is None
-
-    migrate.upgrade(empty_db_url)  # and forward again on the emptied database
-    assert CORE_TABLES <= set(inspect(get_engine(url=empty_db_url)).get_table_names())
 
 
 def test_releases_with_documents_are_marked_as_built_by_the_first_format(empty_db_url: str) -> None:

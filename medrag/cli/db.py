@@ -62,6 +62,10 @@ def db_status() -> None:
     head = migrate.head_revision()
     state = "up to date" if revision == head else f"needs `medrag db migrate` (head is {head})"
     click.echo(f"{where}\nschema revision: {revision or 'none'} ({state})")
+    if revision == head:
+        pending = migrate.pending_scripts(url)
+        scripts = f"{', '.join(pending)} changed: needs `medrag db migrate`" if pending else "up to date"
+        click.echo(f"analyst SQL scripts: {scripts}")
 
 
 @db_group.command("url")
@@ -73,10 +77,12 @@ def db_url() -> None:
 @db_group.command("migrate")
 @click.option("--revision", default="head", show_default=True, help="Alembic revision to upgrade to.")
 def db_migrate(revision: str) -> None:
-    """Upgrade the schema (starting the embedded server if needed)."""
+    """Upgrade the schema, then the analyst SQL scripts that changed (starting the embedded server if needed)."""
     url = database_url()
-    migrate.upgrade(url, revision)
+    applied = migrate.upgrade(url, revision)
     click.echo(f"schema at revision {migrate.current_revision(url)}")
+    if applied:
+        click.echo(f"analyst SQL scripts applied: {', '.join(applied)}")
 
 
 @click.command("sql", context_settings={"ignore_unknown_options": True})

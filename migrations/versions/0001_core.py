@@ -127,5 +127,4 @@ def upgrade() -> None:
 def downgrade() -> None:
     for table in ("query_log", "chunk", "document", "raw_file", "release"):
         op.drop_table(table)
-    op.execute("DROP FUNCTION IF EXISTS medrag_chunk_source()")  # revision 0009's trigger, gone with chunk
     # Extensions stay: other schemas in the same database may use them.

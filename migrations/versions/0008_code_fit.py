@@ -4,8 +4,8 @@ Lay descriptions of codes ("underactive thyroid") found the right code's sibling
 cannot tell "Hypothyroidism, unspecified" from "Congenital hypothyroidism without goiter". medrag_code_wording holds
 each code document's description lexemes (filler removed), HCPCS short description, and default/header flags;
 medrag_search ranks the code candidates by how much of that wording the query explains (the fit leg), and, when the
-query names no intent, lets the group whose nearest chunk is closer lead. Re-runs sql/search.sql and sql/roles.sql
-and fills the new table.
+query names no intent, lets the group whose nearest chunk is closer lead. medrag_refresh_terms (sql/search.sql)
+fills the table after every refresh that changes documents.
 
 Revision ID: 0008
 Revises: 0007
@@ -13,19 +13,33 @@ Revises: 0007
 
 from alembic import op
 
-from medrag.core.migrate import run_sql_files
-
 revision = "0008"
 down_revision = "0007"
 branch_labels = None
 depends_on = None
 
+# The wording of each code document, as the lexemes medrag_search's fit leg compares with a query's: the description
+# without filler ("unspecified", "NOS", "without complications" say what is not known), the HCPCS short description,
+# whether the description says "other" (something the query did not ask for), whether the code is an ICD-10-CM
+# default ("unspecified" / NOS / "without complications"), whether it is a non-billable header and whether it is a
+# HCPCS reporting code (quality measures, functional limitations: not an item or a service).
+# IF NOT EXISTS: a database migrated by an older medrag got this table from sql/search.sql, at whichever revision
+# first ran that file.
+CODE_WORDING_TABLE = """
+CREATE TABLE IF NOT EXISTS medrag_code_wording (
+    document_id bigint PRIMARY KEY REFERENCES document (id) ON DELETE CASCADE,
+    title_lexemes text[] NOT NULL,
+    short_lexemes text[] NOT NULL,
+    says_other boolean NOT NULL,
+    is_default boolean NOT NULL,
+    is_header boolean NOT NULL,
+    is_measure boolean NOT NULL
+)"""
+
 
 def upgrade() -> None:
-    run_sql_files("search.sql", "roles.sql")
-    op.execute("SELECT medrag_refresh_terms()")
+    op.execute(CODE_WORDING_TABLE)
 
 
 def downgrade() -> None:
-    # medrag_search (re-created from sql/search.sql) now reads the table: it goes with revision 0005's downgrade.
-    pass
+    op.execute("DROP TABLE medrag_code_wording")

@@ -13,8 +13,6 @@ Revises: 0008
 
 from alembic import op
 
-from medrag.core.migrate import run_sql_files
-
 revision = "0009"
 down_revision = "0008"
 branch_labels = None
@@ -47,17 +45,19 @@ def upgrade() -> None:
     op.execute(CHUNK_SOURCE_TRIGGER)
     for statement in SOURCE_INDEXES:
         op.execute(statement)
-    run_sql_files("search.sql", "roles.sql")
-    # chunks per source told medrag_search when a source filter was narrow enough for exact distances: no longer
+    # chunks per source told medrag_search when a source filter was narrow enough for exact distances: no longer.
+    # IF EXISTS: a database migrated by an older medrag may never have had it (its sql/search.sql made the tables).
     op.execute("DROP TABLE IF EXISTS medrag_source_size")
     op.execute("ANALYZE chunk")
 
 
 def downgrade() -> None:
-    # chunk.source, its trigger and medrag_nearest stay (medrag_search, re-created from sql/search.sql, needs them):
-    # revision 0005's downgrade removes the search surface, 0001's the chunk table and the trigger function.
     op.execute("SET LOCAL maintenance_work_mem = '1GB'")
     for source in SOURCES:
-        op.execute(f"DROP INDEX IF EXISTS chunk_embedding_{source}_hnsw")
+        op.execute(f"DROP INDEX chunk_embedding_{source}_hnsw")
+    op.execute("DROP TRIGGER chunk_source ON chunk")
+    op.execute("DROP FUNCTION medrag_chunk_source()")
+    op.execute("ALTER TABLE chunk DROP COLUMN source")
     op.execute("CREATE INDEX chunk_embedding_hnsw ON chunk USING hnsw (embedding vector_cosine_ops) "
                "WITH (m = 16, ef_construction = 200)")
+    op.execute("CREATE TABLE medrag_source_size (source text PRIMARY KEY, chunks integer NOT NULL)")

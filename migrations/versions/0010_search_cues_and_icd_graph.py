@@ -3,16 +3,14 @@
 ICD-10-CM is 47k short, near-duplicate descriptions: with m 16 / ef_construction 200 its graph gave recall@10 0.91
 against exact search (dev questions, source=icd10cm, ef_search 200) and never reached "Zoster without complications"
 from "shingles with no complications" at any ef_search; m 24 / ef_construction 400, built without parallel workers,
-gives 0.96 and finds it. The build takes ~45 s on two cores. sql/search.sql is re-run for medrag_search's query cues
-("no complications", "diagnosis code") and the plans kept per session (plan_cache_mode).
+gives 0.96 and finds it. The build takes ~45 s on two cores. medrag_search's query cues ("no complications",
+"diagnosis code") and the plans kept per session (plan_cache_mode) are in sql/search.sql.
 
 Revision ID: 0010
 Revises: 0009
 """
 
 from alembic import op
-
-from medrag.core.migrate import run_sql_files
 
 revision = "0010"
 down_revision = "0009"
@@ -31,7 +29,6 @@ def _build_icd10cm_index(m: int, ef_construction: int) -> None:
 
 def upgrade() -> None:
     _build_icd10cm_index(24, 400)
-    run_sql_files("search.sql", "roles.sql")
 
 
 def downgrade() -> None:

@@ -1,13 +1,11 @@
 """medrag_search lists every document's best chunk before any second chunk, fused with RRF constant 20.
 
 Ten hits now name ten documents (dev questions: hit@5 0.85 -> 0.90, MRR 0.75 -> 0.78); the answer pipeline reads a
-document's other passages itself. Re-runs sql/search.sql and sql/roles.sql.
+document's other passages itself. The change is in sql/search.sql: no DDL.
 
 Revision ID: 0011
 Revises: 0010
 """
-
-from medrag.core.migrate import run_sql_files
 
 revision = "0011"
 down_revision = "0010"
@@ -16,9 +14,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    run_sql_files("search.sql", "roles.sql")
+    pass  # the search functions are repeatable scripts (sql/search.sql), applied after the revisions
 
 
 def downgrade() -> None:
-    # medrag_search is re-created from today's sql/search.sql by every later upgrade: nothing to undo here.
-    pass
+    pass  # the upgrade changed no schema

@@ -5,8 +5,7 @@ item ("standard manual wheelchair") never says, which pulled its vector away fro
 holds what a chunk is embedded from when it is not heading + text (HCPCS: the long and short descriptions), and
 release.documents_format the DOCUMENT_FORMATS version a release's documents were built with, so the
 next `medrag refresh` rebuilds (and re-embeds) the HCPCS documents built before (6,800 chunks: that refresh took
-194 s on 2 cores). Re-runs sql/search.sql (the leader rule weighs an HCPCS vector's distance for the shorter text) and
-sql/roles.sql.
+194 s on 2 cores). sql/search.sql's leader rule weighs an HCPCS vector's distance for the shorter text.
 
 Revision ID: 0012
 Revises: 0011
@@ -14,8 +13,6 @@ Revises: 0011
 
 import sqlalchemy as sa
 from alembic import op
-
-from medrag.core.migrate import run_sql_files
 
 revision = "0012"
 down_revision = "0011"
@@ -28,7 +25,6 @@ def upgrade() -> None:
     op.add_column("release", sa.Column("documents_format", sa.Integer(), nullable=True))
     # every document so far was built by format 1: only the sources whose format is now higher get rebuilt
     op.execute("UPDATE release SET documents_format = 1 WHERE id IN (SELECT release_id FROM document)")
-    run_sql_files("search.sql", "roles.sql")
 
 
 def downgrade() -> None:

@@ -9,13 +9,11 @@
 - The fit is its own function, medrag_code_fit, and an HCPCS short description's share counts 3/4: it is the long
   description cut to 28 characters and may say less than the code is. Dev MRR 0.821 -> 0.830, holdout unchanged.
 
-Re-runs sql/search.sql and sql/roles.sql.
+The changes are in sql/search.sql: no DDL.
 
 Revision ID: 0013
 Revises: 0012
 """
-
-from medrag.core.migrate import run_sql_files
 
 revision = "0013"
 down_revision = "0012"
@@ -24,9 +22,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    run_sql_files("search.sql", "roles.sql")
+    pass  # the search functions are repeatable scripts (sql/search.sql), applied after the revisions
 
 
 def downgrade() -> None:
-    # medrag_search is re-created from today's sql/search.sql by every later upgrade: nothing to undo here.
-    pass
+    pass  # the upgrade changed no schema

@@ -10,13 +10,11 @@
 - medrag_spelling(query_text): the query's misspelt words and their corrections, used by medrag_text_queries and by
   the callers that embed a query (medrag search, medrag embed), which embed the corrected text.
 
-Re-runs sql/search.sql and sql/roles.sql.
+The changes are in sql/search.sql: no DDL.
 
 Revision ID: 0014
 Revises: 0013
 """
-
-from medrag.core.migrate import run_sql_files
 
 revision = "0014"
 down_revision = "0013"
@@ -25,9 +23,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    run_sql_files("search.sql", "roles.sql")
+    pass  # the search functions are repeatable scripts (sql/search.sql), applied after the revisions
 
 
 def downgrade() -> None:
-    # medrag_search is re-created from today's sql/search.sql by every later upgrade: nothing to undo here.
-    pass
+    pass  # the upgrade changed no schema
