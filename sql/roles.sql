@@ -1,5 +1,6 @@
--- medrag_reader: may read the analyst views and call the search functions, nothing else. Created by migration
--- 0005. Roles are cluster-wide; with your own server, give it a password: ALTER ROLE medrag_reader PASSWORD '...'.
+-- medrag_reader: may read the analyst views and call the search functions, nothing else. A repeatable script, run
+-- last (`medrag db migrate` runs all three again whenever one changes: re-created functions lose these settings).
+-- Roles are cluster-wide; with your own server, give it a password: ALTER ROLE medrag_reader PASSWORD '...'.
 DO $$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'medrag_reader') THEN

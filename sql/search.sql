@@ -1,5 +1,5 @@
--- Hybrid search for analysts and for medrag itself. Created by migration 0005 (every statement is CREATE OR
--- REPLACE); medrag's CLI calls medrag_search, so psql and the CLI rank the same rows.
+-- Hybrid search for analysts and for medrag itself (every statement is CREATE OR REPLACE); medrag's CLI calls
+-- medrag_search, so psql and the CLI rank the same rows.
 --
 -- filters (jsonb, every key optional):
 --   source      "ncd" | ["ncd","lcd"]   document source: ncd, lcd, article, iom, hcpcs, icd10cm
@@ -11,12 +11,13 @@
 --   manual      "100-02", chapter "15"   IOM manual / chapter
 -- Contractor and state narrow local determinations only: national NCDs, manuals and code sets apply everywhere.
 
--- Abbreviations and synonyms added to the full-text query (filled from medrag/data/code_synonyms.csv by every refresh).
-CREATE TABLE IF NOT EXISTS medrag_synonym (
-    term text NOT NULL,
-    expansion text NOT NULL,
-    PRIMARY KEY (term, expansion)
-);
+-- A repeatable script: medrag.core.migrate runs it (after sql/views.sql and the generated script, before
+-- sql/roles.sql) whenever it changes, so it holds functions only; the tables it reads (medrag_synonym, medrag_term,
+-- medrag_word, medrag_code_wording) are made by the revisions in migrations/versions/, which say what each holds.
+-- Rendered from Python into generated.sql (medrag/retrieval/generated_sql.py), because Python reads the same rules:
+-- medrag_query_identifiers (identifier shapes, medrag/core/identifiers.py), medrag_search_settings (the tuned
+-- numbers, medrag/retrieval/settings.py), medrag_document_group and medrag_nearest (the document kinds and their
+-- groups, medrag/sources/registry.py).
 
 -- Does a document (with its release label) pass the filters? One expression over plain columns, without
 -- sub-selects, declared STABLE like the casts it uses, so the planner inlines it: otherwise it is a function call
@@ -51,57 +52,8 @@ AS $$
        AND (NOT filters ? 'chapter' OR metadata ->> 'chapter' = filters ->> 'chapter')
 $$;
 
--- Identifiers written in a query: HCPCS (E0601), ICD-10-CM (E11.621 or E11621), NCD sections (NCD 240.2),
--- LCDs (L33718, LCD 33718) and Articles (A52458), as (source, key) pairs that may exist.
-CREATE OR REPLACE FUNCTION medrag_query_identifiers(query_text text)
-RETURNS TABLE (source text, key text)
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$
-    WITH token AS (
-        SELECT m[1] AS t
-        FROM regexp_matches(upper(coalesce(query_text, '')), '(?:^|[^A-Z0-9.])([A-Z][0-9][0-9A-Z](?:\.?[0-9A-Z]{1,4})?)(?![A-Z0-9])', 'g') AS m
-    )
-    SELECT 'hcpcs', t FROM token WHERE t ~ '^[A-V][0-9]{4}$'
-    UNION SELECT 'icd10cm', t FROM token WHERE t ~ '^[A-Z][0-9][0-9A-Z](\.[0-9A-Z]{1,4})?$'
-    UNION SELECT 'icd10cm', left(t, 3) || '.' || substr(t, 4) FROM token WHERE t ~ '^[A-Z][0-9][0-9A-Z][0-9A-Z]{1,4}$'
-    UNION SELECT 'ncd', m[1]
-        FROM regexp_matches(upper(coalesce(query_text, '')), 'NCD\s*#?\s*([0-9]{1,3}(?:\.[0-9]{1,2}){0,2})', 'g') AS m
-    UNION SELECT 'lcd', 'L' || m[2]
-        FROM regexp_matches(upper(coalesce(query_text, '')), '(\mL|LCD\s*#?\s*L?)([0-9]{5})\M', 'g') AS m
-    UNION SELECT 'article', m[1]
-        FROM regexp_matches(upper(coalesce(query_text, '')), '\m(A5[0-9]{4})\M', 'g') AS m
-$$;
-
--- Corpus statistics the search uses, refilled by medrag_refresh_terms() after every refresh that changes
--- documents: medrag_term holds each lexeme of the current chunks with the number of chunks holding it (to match
--- on the rarer words only); medrag_word holds the plain words (not stop words, in two chunks or more) that a
--- misspelt query word is corrected to.
-CREATE TABLE IF NOT EXISTS medrag_term (
-    lexeme text PRIMARY KEY,
-    ndoc integer NOT NULL
-);
-CREATE TABLE IF NOT EXISTS medrag_word (
-    word text PRIMARY KEY,
-    ndoc integer NOT NULL
-);
-CREATE INDEX IF NOT EXISTS medrag_word_trgm ON medrag_word USING gin (word gin_trgm_ops);
--- a key filter looks documents up by key alone
-CREATE INDEX IF NOT EXISTS document_key ON document (key);
--- The wording of each code document, as the lexemes medrag_search's fit leg compares with a query's: the
--- description without filler ("unspecified", "NOS", "without complications" say what is not known), the HCPCS short
--- description, whether the description says "other" (something the query did not ask for), whether the code is
--- an ICD-10-CM default ("unspecified" / NOS / "without complications"), whether it is a non-billable header and
--- whether it is a HCPCS reporting code (quality measures, functional limitations: not an item or a service).
-CREATE TABLE IF NOT EXISTS medrag_code_wording (
-    document_id bigint PRIMARY KEY REFERENCES document (id) ON DELETE CASCADE,
-    title_lexemes text[] NOT NULL,
-    short_lexemes text[] NOT NULL,
-    says_other boolean NOT NULL,
-    is_default boolean NOT NULL,
-    is_header boolean NOT NULL,
-    is_measure boolean NOT NULL
-);
-
+-- Refills the corpus statistics the search uses (medrag_term, medrag_word, medrag_code_wording): run after every
+-- refresh that changes documents.
 CREATE OR REPLACE FUNCTION medrag_refresh_terms()
 RETURNS integer
 LANGUAGE plpgsql
@@ -137,7 +89,7 @@ BEGIN
            coalesce(d.metadata ->> 'billable', 'true') = 'false',
            coalesce(d.metadata ->> 'subcategory', '') ~* 'reporting'
     FROM document d JOIN chunk c ON c.document_id = d.id AND c.ordinal = 0
-    WHERE d.source IN ('hcpcs', 'icd10cm');
+    WHERE medrag_document_group(d.source) = 'code';
     ANALYZE medrag_term;
     ANALYZE medrag_word;
     ANALYZE medrag_code_wording;
@@ -283,54 +235,6 @@ AS $$
        AND (source = 'iom' OR NOT (filters ? 'manual' OR filters ? 'chapter'))
 $$;
 
--- The n nearest chunks of each group (code: HCPCS and ICD-10-CM documents; policy: NCDs, LCDs, Articles, manuals)
--- that pass the filters, by cosine distance. Each source has a partial HNSW index of its own, so one group never
--- crowds the other out and a source filter scans only its own graph. Named keys are few chunks: exact distances.
--- A new document source needs its index (migration 0009) and its branch here.
-CREATE OR REPLACE FUNCTION medrag_nearest(query_embedding vector, n integer DEFAULT 10,
-                                          filters jsonb DEFAULT '{}'::jsonb)
-RETURNS TABLE (chunk_id bigint, grp text, distance double precision)
-LANGUAGE sql STABLE
--- relaxed_order: a selective filter keeps the HNSW scan going until enough rows pass (pgvector >= 0.8). ef_search
--- 200: on the dev questions, the ICD-10-CM graph (47k short, near-duplicate texts) gives recall@10 0.84 at 100,
--- 0.91 at 200, 0.95 at 400, and the whole search 0.96 / 0.98 / 0.99; 400 costs ~7 ms more per query.
-SET hnsw.iterative_scan = 'relaxed_order'
-SET hnsw.ef_search = 200
--- one plan per session (PostgreSQL 18 caches SQL functions' plans) instead of ~4 ms of planning per call: the
--- filters are never constants here, and the generic plan returned the same rows as custom ones on every filter tried
-SET plan_cache_mode = force_generic_plan
-AS $$
-    WITH settings AS (
-        SELECT coalesce(filters, '{}'::jsonb) AS f,
-               CASE jsonb_typeof(filters -> 'key')
-                   WHEN 'array' THEN ARRAY(SELECT jsonb_array_elements_text(filters -> 'key'))
-                   WHEN 'string' THEN ARRAY[filters ->> 'key'] END AS keys
-    ),
-    near AS (
-        SELECT chunk_id, 'code' AS grp, distance FROM medrag_nearest_in('hcpcs', query_embedding, n, filters)
-        UNION ALL SELECT chunk_id, 'code', distance FROM medrag_nearest_in('icd10cm', query_embedding, n, filters)
-        UNION ALL SELECT chunk_id, 'policy', distance FROM medrag_nearest_in('ncd', query_embedding, n, filters)
-        UNION ALL SELECT chunk_id, 'policy', distance FROM medrag_nearest_in('lcd', query_embedding, n, filters)
-        UNION ALL SELECT chunk_id, 'policy', distance FROM medrag_nearest_in('article', query_embedding, n, filters)
-        UNION ALL SELECT chunk_id, 'policy', distance FROM medrag_nearest_in('iom', query_embedding, n, filters)
-        UNION ALL
-        SELECT c.id, CASE WHEN d.source IN ('hcpcs', 'icd10cm') THEN 'code' ELSE 'policy' END,
-               c.embedding <=> query_embedding
-        FROM settings s
-        JOIN document d ON d.key = ANY (s.keys)
-        JOIN release rel ON rel.id = d.release_id
-        JOIN chunk c ON c.document_id = d.id
-        -- a sub-select of settings: a one-time filter, so without keys this branch does not run
-        WHERE (SELECT keys IS NOT NULL FROM settings) AND query_embedding IS NOT NULL AND c.embedding IS NOT NULL
-          AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date,
-                                      d.metadata, rel.label, s.f)
-    )
-    SELECT ranked.chunk_id, ranked.grp, ranked.distance
-    FROM (SELECT near.*, row_number() OVER (PARTITION BY near.grp ORDER BY near.distance, near.chunk_id) AS nth
-          FROM near) ranked
-    WHERE ranked.nth <= n
-$$;
-
 -- How much of a code's own wording the query's lexemes explain (medrag_search's fit leg): the share of the
 -- description's lexemes the query holds ("other" counting as one more it does not), or of the HCPCS short
 -- description's; less for a category header or a quality-measure code; more for the code that says what the query
@@ -375,8 +279,11 @@ LANGUAGE sql STABLE
 SET plan_cache_mode = force_generic_plan
 AS $$
     WITH settings AS (
-        SELECT greatest(coalesce(k, 10), 1) AS k, greatest(coalesce(k, 10), 1) * 5 + 20 AS pool,
-               q.match_query, q.rank_query, q.misspelt, cue.default_cue,
+        SELECT greatest(coalesce(k, 10), 1) AS k,
+               greatest(coalesce(k, 10), 1) * cfg.pool_per_k + cfg.pool_extra AS pool,
+               q.match_query, q.rank_query, q.misspelt, cue.default_cue, cfg.rrf_k, cfg.fit_weight,
+               cfg.hcpcs_vector_offset, cfg.sure_margin, cfg.sure_trailing_offset, cfg.unsure_trailing_offset,
+               cfg.chunks_per_document, cfg.exact_bonus, cfg.trigram_max_chars,
                -- a query in a code's own terms ("not further specified", "no complications") asks for the code
                coalesce(medrag_query_intent(query_text),
                         CASE WHEN cue.default_cue IS NOT NULL THEN 'code' END) AS intent,
@@ -389,7 +296,9 @@ AS $$
                     WHEN query_text ~* '\mncds?\M|\mnational\s+coverage\s+determinations?\M' THEN 'ncd'
                END AS named_source,
                coalesce(filters, '{}'::jsonb) AS f
-        FROM medrag_text_queries(query_text) q,
+        -- the tuned numbers (medrag/retrieval/settings.py), each overridable per session: SET medrag.rrf_k = 30
+        FROM medrag_search_settings() cfg,
+             medrag_text_queries(query_text, cfg.match_budget) q,
              -- the query says there is no complication, or that a detail is not known: ICD-10-CM's rule is then the
              -- code that says so ("without complications", "unspecified")
              LATERAL (SELECT CASE WHEN query_text ~* '\m(no|without)\s+complications?\M|\muncomplicated\M'
@@ -401,13 +310,13 @@ AS $$
     candidate AS NOT MATERIALIZED (
         -- documents with their release label and group, in the shape the filter function takes
         SELECT d.id, d.source, d.key, d.title, d.is_current, d.effective_date, d.termination_date, d.metadata,
-               rel.label, CASE WHEN d.source IN ('hcpcs', 'icd10cm') THEN 'code' ELSE 'policy' END AS grp
+               rel.label, medrag_document_group(d.source) AS grp
         FROM document d JOIN release rel ON rel.id = d.release_id
     ),
     vector_leg AS (
         SELECT near.chunk_id AS id, near.grp, near.distance,
                row_number() OVER (PARTITION BY near.grp ORDER BY near.distance, near.chunk_id) AS r
-        FROM medrag_nearest(query_embedding, greatest(coalesce(k, 10), 1) * 5 + 20, filters) near
+        FROM medrag_nearest(query_embedding, (SELECT pool FROM settings), filters) near
     ),
     text_leg AS (
         SELECT hit.id, hit.grp, hit.r
@@ -416,7 +325,8 @@ AS $$
                    row_number() OVER (PARTITION BY matching.grp
                                       ORDER BY ts_rank(matching.tsv, s.rank_query, 1) DESC, matching.id) AS r
             FROM (
-                -- ranking costs per row: a query whose rarest word is common ranks the first 2000 matches only
+                -- ranking costs per row: a query whose rarest word is common ranks the first 2000 matches only (a
+                -- constant, not a setting: which 2000 rows come first depends on the plan, planned for this LIMIT)
                 SELECT c.id, c.tsv, d.grp
                 FROM chunk c JOIN candidate d ON d.id = c.document_id, settings s
                 WHERE c.tsv @@ s.match_query
@@ -434,7 +344,7 @@ AS $$
         FROM (
             SELECT c.id, d.grp, word_similarity(lower(query_text), lower(d.title)) AS similarity
             FROM candidate d JOIN chunk c ON c.document_id = d.id AND c.ordinal = 0, settings s
-            WHERE s.misspelt AND length(query_text) <= 60 AND lower(query_text) <% lower(d.title)
+            WHERE s.misspelt AND length(query_text) <= s.trigram_max_chars AND lower(query_text) <% lower(d.title)
               AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date,
                                           d.metadata, d.label, s.f)
             ORDER BY similarity DESC
@@ -474,16 +384,16 @@ AS $$
         WHERE hit.fit > 0
     ),
     legs AS (
-        -- RRF constant 20, not the usual 60: a first place in one leg then outweighs middling places in two (with
-        -- the documents-first ordering below: dev hit@5 0.846 -> 0.904; the blind holdout set unchanged)
-        SELECT id, grp, 'vector' AS leg, 1.0 / (20 + r) AS share FROM vector_leg
-        UNION ALL SELECT id, grp, 'text', 1.0 / (20 + r) FROM text_leg
-        UNION ALL SELECT id, grp, 'trigram', 1.0 / (20 + r) FROM trigram_leg
-        UNION ALL SELECT id, grp, 'exact', 1.0 / (20 + r) FROM exact_leg
+        -- RRF constant rrf_k (20, not the usual 60): a first place in one leg then outweighs middling places in two
+        -- (with the documents-first ordering below: dev hit@5 0.846 -> 0.904; the blind holdout set unchanged)
+        SELECT id, grp, 'vector' AS leg, 1.0 / ((SELECT rrf_k FROM settings) + r) AS share FROM vector_leg
+        UNION ALL SELECT id, grp, 'text', 1.0 / ((SELECT rrf_k FROM settings) + r) FROM text_leg
+        UNION ALL SELECT id, grp, 'trigram', 1.0 / ((SELECT rrf_k FROM settings) + r) FROM trigram_leg
+        UNION ALL SELECT id, grp, 'exact', 1.0 / ((SELECT rrf_k FROM settings) + r) FROM exact_leg
         -- the fit itself, not its rank: a rank makes a clear fit (1.3 against 1.1) worth 2/21 against 2/22, and the
         -- code the other legs liked better won. Against weight 2 on its rank: dev hit@5 0.949 -> 0.963, MRR 0.808 ->
-        -- 0.821; holdout hit@5 0.896 -> 0.917, MRR 0.805 -> 0.804 (0.08 and 0.12 scored the same)
-        UNION ALL SELECT id, grp, 'fit', 0.1 * fit FROM fit_leg
+        -- 0.821; holdout hit@5 0.896 -> 0.917, MRR 0.805 -> 0.804 (fit_weight 0.08 and 0.12 scored as 0.1)
+        UNION ALL SELECT id, grp, 'fit', (SELECT fit_weight FROM settings) * fit FROM fit_leg
     ),
     fused AS (
         SELECT id, grp, sum(share) AS rrf, sum(share) FILTER (WHERE leg <> 'fit') AS found,
@@ -512,13 +422,14 @@ AS $$
                                        ORDER BY p.exact DESC, p.source = s.named_source DESC NULLS LAST,
                                                 p.nth, p.document_rrf DESC, p.rrf DESC, p.id) AS group_rank
         FROM per_document p, settings s
-        WHERE p.nth <= 2
+        WHERE p.nth <= s.chunks_per_document
     ),
     nearest_by_group AS (
-        -- An HCPCS vector is of a few words (chunk.embedding_text), nearer to any query than a passage is: 0.08 is
-        -- added to its distance. The leading group below is then the one the answer is in for 0.90 of the dev
-        -- questions (nothing added: 0.81; holdout 0.93 and 0.89)
-        SELECT v.grp, min(v.distance + CASE c.source WHEN 'hcpcs' THEN 0.08 ELSE 0 END) AS distance
+        -- An HCPCS vector is of a few words (chunk.embedding_text), nearer to any query than a passage is:
+        -- hcpcs_vector_offset (0.08) is added to its distance. The leading group below is then the one the answer
+        -- is in for 0.90 of the dev questions (nothing added: 0.81; holdout 0.93 and 0.89)
+        SELECT v.grp, min(v.distance + CASE c.source WHEN 'hcpcs' THEN (SELECT hcpcs_vector_offset FROM settings)
+                                                     ELSE 0 END) AS distance
         FROM vector_leg v JOIN chunk c ON c.id = v.id GROUP BY v.grp
     ),
     leader AS (
@@ -532,14 +443,17 @@ AS $$
                -- 11 of 13 holdout), or one group is nearer by 0.1 or more (right for all 40 dev and 21 holdout
                -- questions with that margin). Dev MRR 0.794 -> 0.808, holdout hit@5 0.875 -> 0.896
                CASE WHEN (SELECT intent FROM settings) IS NOT NULL
-                         OR (SELECT max(distance) - min(distance) FROM nearest_by_group HAVING count(*) = 2) >= 0.1
-                    THEN 2.5 ELSE 0.5 END AS trailing_offset
+                         OR (SELECT max(distance) - min(distance) FROM nearest_by_group HAVING count(*) = 2)
+                            >= (SELECT sure_margin FROM settings)
+                    THEN (SELECT sure_trailing_offset FROM settings)
+                    ELSE (SELECT unsure_trailing_offset FROM settings) END AS trailing_offset
     )
     SELECT (row_number() OVER (ORDER BY g.exact DESC,
                                         g.group_rank
                                             + CASE WHEN g.grp = leader.grp THEN 0 ELSE leader.trailing_offset END,
                                         g.id))::integer AS rank,
-           (g.document_rrf + CASE WHEN g.exact THEN 1 ELSE 0 END)::double precision AS score,
+           (g.document_rrf + CASE WHEN g.exact THEN (SELECT exact_bonus FROM settings) ELSE 0 END)::double precision
+               AS score,
            c.id, d.id, d.source, d.key, d.title, c.heading, c.text, rel.label, d.url, g.matched
     FROM in_group g
     CROSS JOIN leader

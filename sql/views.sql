@@ -1,5 +1,5 @@
--- Views over current data for SQL analysts. Created by migration 0005; edit here and add a migration that
--- re-runs this file (every statement is CREATE OR REPLACE).
+-- Views over current data for SQL analysts. A repeatable script (every statement is CREATE OR REPLACE):
+-- `medrag db migrate` runs it again whenever it changes, before sql/search.sql and sql/roles.sql.
 
 -- Every chunk with its document's metadata; `is_current` follows the document's release.
 CREATE OR REPLACE VIEW v_chunk AS

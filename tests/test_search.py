@@ -9,7 +9,7 @@ import sys
 
 import psycopg
 import pytest
-from sqlalchemy import text
+from sqlalchemy import create_engine, text
 
 from medrag.cli.retrieval import query_embedder
 from medrag.core.db import libpq_url
@@ -406,3 +406,28 @@ def test_sql_metacharacters_are_just_text(indexed_engine) -> None:
         assert conn.execute(text("SELECT count(*) FROM chunk")).scalar() > 0
     with pytest.raises(QueryError):
         search(indexed_engine, "oxygen\x07bell", k=3)
+
+
+def test_search_settings_are_named_once_and_a_session_can_override_them(indexed_engine) -> None:
+    from medrag.retrieval.settings import SEARCH_SETTINGS, apply_overrides
+
+    with indexed_engine.connect() as conn:
+        row = conn.execute(text("SELECT * FROM medrag_search_settings()")).mappings().one()
+        assert {name: str(value) for name, value in row.items()} == {s.name: s.value for s in SEARCH_SETTINGS}
+        ranked = "SELECT key, score FROM medrag_search_text('home oxygen therapy', 5, '{}')"
+        tuned = conn.execute(text(ranked)).all()
+        conn.execute(text("SELECT set_config('medrag.rrf_k', '60', false)"))
+        assert conn.execute(text("SELECT rrf_k FROM medrag_search_settings()")).scalar() == 60
+        wider = conn.execute(text(ranked)).all()
+        assert [score for _, score in wider] < [score for _, score in tuned]  # 1/(60 + r) < 1/(20 + r)
+        conn.execute(text("RESET medrag.rrf_k"))
+        assert conn.execute(text(ranked)).all() == tuned
+    overridden = create_engine(indexed_engine.url)  # its own pool: the override must not reach other tests
+    apply_overrides(overridden, {"chunks_per_document": "1"})
+    try:
+        with overridden.connect() as conn:
+            assert conn.execute(text("SELECT chunks_per_document FROM medrag_search_settings()")).scalar() == 1
+            keys = conn.execute(text("SELECT key FROM medrag_search_text('home oxygen therapy', 10, '{}')")).all()
+            assert len(keys) == len(set(keys))  # one chunk per document
+    finally:
+        overridden.dispose()

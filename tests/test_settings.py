@@ -36,3 +36,19 @@ def test_settings_read_numbers_and_defaults(monkeypatch) -> None:
     monkeypatch.setenv("MEDRAG_LLM_TIMEOUT", "soon")
     with pytest.raises(SettingsError, match="MEDRAG_LLM_TIMEOUT must be a number"):
         load_settings()
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("rrf=30", "no search setting 'rrf'; choose from rrf_k, pool_per_k"),
+        ("rrf_k=thirty", "--set 'rrf_k=thirty': rrf_k takes a whole number"),
+        ("fit_weight=high", "--set 'fit_weight=high': fit_weight takes a number"),
+    ],
+)
+def test_a_bad_search_setting_override_is_one_line_and_exit_2(tmp_path, override: str, message: str) -> None:
+    env = dict(os.environ) | {"MEDRAG_HOME": str(tmp_path)}
+    result = subprocess.run([sys.executable, "-m", "medrag", "eval", "retrieval", "--set", override],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 2
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1

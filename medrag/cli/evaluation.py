@@ -12,6 +12,7 @@ from medrag.core.db import get_engine
 from medrag.core.errors import MedragError
 from medrag.retrieval.evaluation import DEFAULT_KS, Question, evaluate, load_questions
 from medrag.retrieval.search import SearchFilters, search
+from medrag.retrieval.settings import apply_overrides, parse_overrides
 
 
 @click.group("eval")
@@ -39,13 +40,17 @@ def parse_ks(value: str) -> list[int]:
 @click.option("-k", "ks", default=",".join(map(str, DEFAULT_KS)), show_default=True, help="Cut-offs, e.g. 1,3,5,10.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full report (per question too) as JSON.")
 @click.option("--text-only", is_flag=True, help="No query vector: what medrag_search_text ranks.")
-def eval_retrieval(questions_file: Path, ks: str, as_json: bool, text_only: bool) -> None:
+@click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE",
+              help="Run with a search setting changed (medrag_search_settings(), e.g. rrf_k=30); repeatable.")
+def eval_retrieval(questions_file: Path, ks: str, as_json: bool, text_only: bool, overrides: tuple[str, ...]) -> None:
     """hit@k, MRR, nDCG@k (graded), recall@k and latency p50/p95, overall, per category and per source."""
     from medrag.cli.retrieval import query_embedder
 
     cutoffs = parse_ks(ks)
     questions = load_questions(questions_file)
+    settings = parse_overrides(overrides)
     engine = get_engine()
+    apply_overrides(engine, settings)
     embedder = None if text_only else query_embedder()
     search(engine, "warm up", k=1, embedder=embedder)  # first call pays connection + ONNX session start
 
@@ -55,7 +60,7 @@ def eval_retrieval(questions_file: Path, ks: str, as_json: bool, text_only: bool
                         embedder=embedder)
         return [(hit.source, hit.key) for hit in result.hits], (time.perf_counter() - started) * 1000
 
-    report = evaluate(questions, retrieve, cutoffs)
+    report = evaluate(questions, retrieve, cutoffs) | {"settings_overridden": settings}
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return

@@ -1,0 +1,42 @@
+"""Identifier shapes are defined once (medrag.core.identifiers): the finder, the answer gates and the rewrite check
+recognise the same codes."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from medrag.answer.validate import find_code_tokens
+from medrag.codes.classify import HCPCS, ICD10CM, literal_codes
+from medrag.core import identifiers
+
+
+@pytest.mark.parametrize(
+    ("text", "hcpcs", "icd"),
+    [
+        ("E0601", ("E0601",), ("E06.01",)),        # five characters: the tables decide which it is
+        ("S72.001A", (), ("S72.001A",)),
+        ("M1A0710", (), ("M1A.0710",)),            # a letter third in an undotted code
+        ("E11.621.", (), ("E11.621",)),            # a sentence's full stop is not part of the code
+        ("a1c test", (), ()),                      # a bare letter-digit-letter is a word
+    ],
+)
+def test_the_finder_and_the_answer_gates_see_the_same_codes(text: str, hcpcs: tuple, icd: tuple) -> None:
+    found = literal_codes(text)
+    assert found.get(HCPCS, ()) == hcpcs and found.get(ICD10CM, ()) == icd
+    keys = {token.key for token in find_code_tokens(text.upper())}
+    assert set(hcpcs) | {identifiers.dotted_icd10cm(code) for code in icd} >= {
+        identifiers.dotted_icd10cm(key) if "." not in key else key for key in keys}
+
+
+def test_determination_identifiers() -> None:
+    tokens = {(token.kind, token.key) for token in find_code_tokens("See NCD 240.2, LCD 33718, L33797 and A52458.")}
+    assert tokens == {("ncd", "240.2"), ("lcd", "L33718"), ("lcd", "L33797"), ("article", "A52458")}
+    assert re.search(identifiers.NCD, "NCD 2400") is None  # not NCD 240 followed by a stray digit
+
+
+def test_dotted_form() -> None:
+    assert identifiers.dotted_icd10cm("e11621") == "E11.621"
+    assert identifiers.dotted_icd10cm("E11") == "E11"
+    assert identifiers.dotted_icd10cm("S72.001A") == "S72.001A"
