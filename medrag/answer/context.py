@@ -15,9 +15,11 @@ from typing import Any
 from sqlalchemy import Engine, text
 
 from medrag.answer.evidence import Evidence
+from medrag.sources.registry import document_kinds
 
 # Lower outranks higher: what the prompt's precedence rule and the extractive backend's tie-break rely on.
-AUTHORITY_RANK = {"ncd": 0, "iom": 1, "lcd": 2, "article": 2, "hcpcs": 3, "icd10cm": 3}
+AUTHORITY_RANK = {kind.name: kind.authority_rank for kind in document_kinds()}
+_LABELS = {kind.name: kind.label for kind in document_kinds()}
 _INJECTION = re.compile(
     r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,40}\b(?:previous|prior|above|earlier|all|system|any)\b"
     r"[^.\n]{0,20}\b(?:instructions?|prompts?|rules|directions|context)\b"
@@ -68,9 +70,7 @@ class ContextSource:
     @property
     def label(self) -> str:
         """How a person names the document: "NCD 240.2", "LCD L33718", "HCPCS E0601", "IOM 100-02/15/110"."""
-        prefix = {"ncd": "NCD", "lcd": "LCD", "article": "Article", "iom": "IOM", "hcpcs": "HCPCS",
-                  "icd10cm": "ICD-10-CM"}[self.source]
-        return f"{prefix} {self.key}"
+        return f"{_LABELS[self.source]} {self.key}"
 
     @property
     def authority(self) -> str:

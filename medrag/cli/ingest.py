@@ -13,7 +13,7 @@ from medrag.core.config import load_settings
 from medrag.core.db import get_engine
 from medrag.core.errors import MedragError
 from medrag.ingest import fetch_and_load as pipeline
-from medrag.ingest.releases import LoadOutcome, diff_releases, list_releases
+from medrag.ingest.releases import DIFF_SPECS, LoadOutcome, diff_releases, list_releases
 from medrag.sources.registry import SOURCE_NAMES
 
 console = Console(stderr=True)
@@ -153,7 +153,7 @@ def releases_list(source: str | None, as_json: bool) -> None:
 
 
 @releases_group.command("diff")
-@click.argument("source", type=click.Choice(sorted(["icd10cm", "hcpcs"])))
+@click.argument("source", type=click.Choice(sorted(DIFF_SPECS)))
 @click.argument("old")
 @click.argument("new")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON lines instead of a summary + table.")

@@ -15,6 +15,7 @@ from medrag.core.errors import MedragError
 from medrag.ingest.copy import delete_release_rows
 from medrag.ingest.fetch import FetchRecord
 from medrag.sources.common import LoadReport
+from medrag.sources.registry import specs
 
 
 class LoadError(MedragError):
@@ -199,10 +200,9 @@ def list_releases(conn: Connection, source: str | None = None) -> list[dict[str,
     return [dict(row) for row in rows]
 
 
-# Per source: (table, key column, compared columns) for `releases diff`.
+# Per code set: the table, key column and compared columns of `releases diff` (each source declares its own).
 DIFF_SPECS: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "icd10cm": ("icd10cm_code", "code", ("description", "billable")),
-    "hcpcs": ("hcpcs_code", "code", ("long_description", "short_description", "termination_date", "coverage_code")),
+    source.name: (source.diff.table, source.diff.key, source.diff.compared) for source in specs() if source.diff
 }
 
 

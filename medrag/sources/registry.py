@@ -27,10 +27,21 @@ POLICY_GROUP = "policy"
 
 @dataclass(frozen=True)
 class DocumentKind:
-    """A kind of document (document.source) and the search group it ranks in: code sets or policy text."""
+    """A kind of document (document.source): its search group, how people name it, and its weight as authority."""
 
     name: str
-    group: str
+    group: str  # CODE_GROUP (code sets) or POLICY_GROUP (determinations, manuals): ranked apart by the search
+    label: str  # "NCD" in "NCD 240.2": how an answer's source list names the document
+    authority_rank: int  # lower outranks higher: an answer prefers an NCD to a manual, a manual to an LCD
+
+
+@dataclass(frozen=True)
+class ReleaseDiff:
+    """What `medrag releases diff` compares between two releases of a code set: a table's rows by key."""
+
+    table: str
+    key: str
+    compared: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -45,6 +56,7 @@ class SourceSpec:
     kinds: tuple[DocumentKind, ...]
     page_url: str  # the CMS page its releases are discovered from (MEDRAG_<NAME>_URL overrides it)
     documents_format: int = 1
+    diff: ReleaseDiff | None = None  # code sets: what changes between releases
 
     def release(self) -> Source:
         """The source's release handling (discover, tables, load): imported on first use, it pulls in parsers."""

@@ -3,5 +3,7 @@
 from medrag.sources.registry import POLICY_GROUP, DocumentKind, SourceSpec
 
 PAGE_URL = "https://www.cms.gov/medicare-coverage-database/downloads/downloads.aspx"
-KINDS = (DocumentKind("ncd", POLICY_GROUP), DocumentKind("lcd", POLICY_GROUP), DocumentKind("article", POLICY_GROUP))
+KINDS = (DocumentKind("ncd", POLICY_GROUP, "NCD", authority_rank=0),
+         DocumentKind("lcd", POLICY_GROUP, "LCD", authority_rank=2),
+         DocumentKind("article", POLICY_GROUP, "Article", authority_rank=2))
 SPEC = SourceSpec("mcd", page_url=PAGE_URL, kinds=KINDS)
