@@ -40,3 +40,19 @@ def test_dotted_form() -> None:
     assert identifiers.dotted_icd10cm("e11621") == "E11.621"
     assert identifiers.dotted_icd10cm("E11") == "E11"
     assert identifiers.dotted_icd10cm("S72.001A") == "S72.001A"
+
+
+def test_the_search_sql_reads_the_same_shapes(engine) -> None:
+    """medrag_query_identifiers is rendered from these patterns into generated.sql by `medrag db migrate`."""
+    from sqlalchemy import text
+
+    query = "E0601, e11621, M1A0710, S72.001A, NCD 240.2, LCD 33718, L33797, A52458, a1c, NCD 2400"
+    with engine.connect() as conn:
+        found = set(conn.execute(text("SELECT source, key FROM medrag_query_identifiers(:q)"), {"q": query}).all())
+        definition = conn.execute(text("SELECT pg_get_functiondef('medrag_query_identifiers'::regproc)")).scalar()
+    assert found == {("hcpcs", "E0601"), ("icd10cm", "E06.01"), ("icd10cm", "E11.621"), ("icd10cm", "M1A.0710"),
+                     ("icd10cm", "S72.001A"), ("ncd", "240.2"), ("lcd", "L33718"), ("lcd", "L33797"),
+                     ("article", "A52458"),
+                     # a search token is only looked up: these shapes are ICD-10-CM's too, and find nothing
+                     ("icd10cm", "A1C"), ("icd10cm", "L33.797"), ("icd10cm", "A52.458")}
+    assert identifiers.ICD10CM_ANY in definition and identifiers.HCPCS in definition
