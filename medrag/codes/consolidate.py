@@ -28,7 +28,7 @@ from functools import cache, lru_cache
 from medrag.codes.classify import HCPCS, ICD10CM
 from medrag.codes.plan import CodeRow, LegHit
 from medrag.codes.terms import Concept, TermQuery
-from medrag.index.enrichment import hcpcs_category_ranges
+from medrag.sources.hcpcs.categories import hcpcs_category_ranges
 
 HIGH, MEDIUM, POSSIBLE = "high", "medium", "possible"
 TIERS = ((0.8, HIGH), (0.5, MEDIUM), (0.3, POSSIBLE))
@@ -67,7 +67,7 @@ _ASKS_FOR = {
 
 @cache
 def _reporting_ranges() -> tuple[tuple[str, str], ...]:
-    """HCPCS ranges of quality-measure and functional-limitation reporting codes (data/hcpcs_categories.csv)."""
+    """HCPCS ranges of quality-measure and functional-limitation reporting codes (sources/hcpcs/hcpcs_categories.csv)."""
     return tuple((item.first_code, item.last_code) for item in hcpcs_category_ranges()
                  if "reporting" in item.category.lower())
 

@@ -21,9 +21,7 @@ from medrag.index.chunking import (
     content_hash,
     default_token_counter,
 )
-from medrag.index.enrichment import (
-    load_synonyms,
-)
+from medrag.index.enrichment import load_synonyms
 from medrag.ingest.copy import copy_rows
 from medrag.sources.registry import spec
 
