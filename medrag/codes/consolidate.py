@@ -67,7 +67,7 @@ _ASKS_FOR = {
 
 @cache
 def _reporting_ranges() -> tuple[tuple[str, str], ...]:
-    """HCPCS ranges of quality-measure and functional-limitation reporting codes (sources/hcpcs/hcpcs_categories.csv)."""
+    """HCPCS ranges of quality-measure and functional-limitation reporting codes (hcpcs_categories.csv)."""
     return tuple((item.first_code, item.last_code) for item in hcpcs_category_ranges()
                  if "reporting" in item.category.lower())
 
