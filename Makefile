@@ -24,13 +24,14 @@ endif
 
 # torch first, and its CPU build: the default wheel of PyPI pulls GBs of CUDA libraries. It comes from PyTorch's CPU
 # index; an offline machine names its own copy instead (TORCH_INDEX_URL=file:///path/to/simple, or a wheel folder
-# through pip's find-links), and pip takes the local wheel when the index cannot be reached.
+# through pip's find-links), and pip takes the local wheel when the index cannot be reached. --no-deps: only torch
+# is looked up there; its own dependencies come with the project's, from the usual indexes.
 TORCH_SPEC ?= torch==2.13.0+cpu
 TORCH_INDEX_URL ?= https://download.pytorch.org/whl/cpu
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet "$(TORCH_SPEC)" --extra-index-url "$(TORCH_INDEX_URL)"
+	$(BIN)/pip install --quiet --no-deps "$(TORCH_SPEC)" --extra-index-url "$(TORCH_INDEX_URL)"
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
