@@ -261,9 +261,129 @@ AS $$
            WHEN wording.is_default THEN 0.05 ELSE 0 END
 $$;
 
--- Hybrid search in one statement: HNSW cosine neighbours, full text (ts_rank over log length: ts_rank_cd ranked
--- worse on the dev questions and costs several times more per row), trigram title similarity (when a word is
--- misspelt) and exact identifiers, fused by reciprocal rank fusion. Code documents (HCPCS, ICD-10-CM: 47k of the
+-- What a query's words ask for, beyond its terms: the default cue (the query says there is no complication, or that
+-- a detail is not known: ICD-10-CM's rule is then the code that says so, "without complications", "unspecified"),
+-- the group it asks for (medrag_query_intent; a query in a code's own terms, "not further specified", asks for the
+-- code) and the kind of document it names, which comes first in its group ("diagnosis code", "ICD-10": ICD-10-CM;
+-- "HCPCS"; "local coverage determination": LCDs; "NCD").
+CREATE OR REPLACE FUNCTION medrag_query_cues(query_text text)
+RETURNS TABLE (default_cue text, intent text, named_source text)
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    SELECT cue.default_cue,
+           coalesce(medrag_query_intent(query_text), CASE WHEN cue.default_cue IS NOT NULL THEN 'code' END),
+           CASE WHEN query_text ~* '\micd(-?10(-?cm)?)?\M|\m(diagnosis|diagnostic|dx)\s+codes?\M' THEN 'icd10cm'
+                WHEN query_text ~* '\mhcpcs\M' THEN 'hcpcs'
+                WHEN query_text ~* '\mlcds?\M|\mlocal\s+coverage\s+determinations?\M' THEN 'lcd'
+                WHEN query_text ~* '\mncds?\M|\mnational\s+coverage\s+determinations?\M' THEN 'ncd'
+           END
+    FROM (SELECT CASE WHEN query_text ~* '\m(no|without)\s+complications?\M|\muncomplicated\M' THEN 'uncomplicated'
+                      WHEN query_text ~* '\mnot\s+(documented|stated|specified|further specified|known)\M'
+                                         '|\munspecified\M|\munknown\M'
+                          THEN 'unspecified' END AS default_cue) cue
+$$;
+
+-- The legs of medrag_search, one function each, ranked per group (code / policy). Each is a plain SQL function (no
+-- SET, no SECURITY DEFINER) called with the caller's columns as arguments, so the planner inlines it into
+-- medrag_search's statement and plans the whole search at once, as when the legs were written inside it.
+
+-- Vector leg: the pool nearest chunks of each group (medrag_nearest), ranked by distance.
+CREATE OR REPLACE FUNCTION medrag_vector_leg(query_embedding vector, pool integer, filters jsonb)
+RETURNS TABLE (id bigint, grp text, distance double precision, r bigint)
+LANGUAGE sql STABLE
+AS $$
+    SELECT near.chunk_id, near.grp, near.distance,
+           row_number() OVER (PARTITION BY near.grp ORDER BY near.distance, near.chunk_id)
+    FROM medrag_nearest(query_embedding, pool, filters) near
+$$;
+
+-- Full-text leg: chunks matching the query's rarer words (match_query), ranked by ts_rank of all its words
+-- (rank_query) over log length: ts_rank_cd ranked worse on the dev questions and costs several times more per row.
+CREATE OR REPLACE FUNCTION medrag_text_leg(match_query tsquery, rank_query tsquery, pool integer, filters jsonb)
+RETURNS TABLE (id bigint, grp text, r bigint)
+LANGUAGE sql STABLE
+AS $$
+    SELECT hit.id, hit.grp, hit.r
+    FROM (
+        SELECT matching.id, matching.grp,
+               row_number() OVER (PARTITION BY matching.grp
+                                  ORDER BY ts_rank(matching.tsv, rank_query, 1) DESC, matching.id) AS r
+        FROM (
+            -- ranking costs per row: a query whose rarest word is common ranks the first 2000 matches only (a
+            -- constant, not a setting: which 2000 rows come first depends on the plan, planned for this LIMIT)
+            SELECT c.id, c.tsv, medrag_document_group(d.source) AS grp
+            FROM chunk c JOIN document d ON d.id = c.document_id JOIN release rel ON rel.id = d.release_id
+            WHERE c.tsv @@ match_query
+              AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date,
+                                          d.metadata, rel.label, filters)
+            LIMIT 2000
+        ) matching
+    ) hit
+    WHERE hit.r <= pool
+$$;
+
+-- Trigram leg: document titles similar to the query, only for a short query with a word the corpus lacks (a long
+-- question's many trigrams make this index scan the slowest part of the search, 20+ ms).
+CREATE OR REPLACE FUNCTION medrag_trigram_leg(query_text text, misspelt boolean, pool integer, max_chars integer,
+                                              filters jsonb)
+RETURNS TABLE (id bigint, grp text, r bigint)
+LANGUAGE sql STABLE
+AS $$
+    SELECT hit.id, hit.grp, row_number() OVER (PARTITION BY hit.grp ORDER BY hit.similarity DESC, hit.id)
+    FROM (
+        SELECT c.id, medrag_document_group(d.source) AS grp,
+               word_similarity(lower(query_text), lower(d.title)) AS similarity
+        FROM document d JOIN release rel ON rel.id = d.release_id
+        JOIN chunk c ON c.document_id = d.id AND c.ordinal = 0
+        WHERE misspelt AND length(query_text) <= max_chars AND lower(query_text) <% lower(d.title)
+          AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date,
+                                      d.metadata, rel.label, filters)
+        ORDER BY similarity DESC
+        LIMIT pool
+    ) hit
+$$;
+
+-- Exact leg: the chunks of the documents the query names (medrag_query_identifiers).
+CREATE OR REPLACE FUNCTION medrag_exact_leg(query_text text, filters jsonb)
+RETURNS TABLE (id bigint, grp text, r bigint)
+LANGUAGE sql STABLE
+AS $$
+    SELECT c.id, medrag_document_group(d.source), row_number() OVER (ORDER BY d.source, d.key, c.ordinal)
+    FROM medrag_query_identifiers(query_text) ident
+    JOIN document d ON d.source = ident.source AND d.key = ident.key
+    JOIN release rel ON rel.id = d.release_id
+    JOIN chunk c ON c.document_id = d.id
+    WHERE medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date,
+                                  d.metadata, rel.label, filters)
+$$;
+
+-- Fit leg: how much of a code's own wording the query explains (medrag_code_fit over medrag_code_wording), for the
+-- code chunks the other legs found. A lay term's right code is usually the sibling whose description adds nothing
+-- the query did not say ("Hypothyroidism, unspecified" rather than "Congenital hypothyroidism without goiter");
+-- "other" counts as a word not asked for, a category header or a quality-measure code is not what gets reported for
+-- a condition or an item, and an ICD-10-CM default wins a tie. query_lexemes: every lexeme of the rank query (the
+-- query's words, their spelling corrections and expansions).
+CREATE OR REPLACE FUNCTION medrag_fit_leg(chunk_ids bigint[], rank_query tsquery, default_cue text)
+RETURNS TABLE (id bigint, grp text, fit double precision)
+LANGUAGE sql STABLE
+AS $$
+    SELECT hit.id, hit.grp, hit.fit
+    FROM (
+        SELECT c.id, medrag_document_group(d.source) AS grp,
+               medrag_code_fit(w, d.title, ql.lexemes, default_cue) AS fit
+        FROM unnest(chunk_ids) AS pooled(id)
+        JOIN chunk c ON c.id = pooled.id
+        JOIN medrag_code_wording w ON w.document_id = c.document_id
+        JOIN document d ON d.id = c.document_id
+        CROSS JOIN (SELECT array_agg(DISTINCT m[1]) AS lexemes
+                    FROM regexp_matches(rank_query::text, '''((?:[^'']|'''')+)''', 'g') AS m) ql
+        OFFSET 0  -- fit computed once per row, not again for the filter and the ordering
+    ) hit
+    WHERE hit.fit > 0
+$$;
+
+-- Hybrid search in one statement: the legs above (HNSW cosine neighbours, full text, trigram title similarity when a
+-- word is misspelt, exact identifiers, and the fit of a code's wording), fused by reciprocal rank fusion and grouped. Code documents (HCPCS, ICD-10-CM: 47k of the
 -- corpus's 57k chunks, short and word-dense) would crowd determinations and manuals out of every list, so each leg
 -- ranks the two groups apart and the result interleaves them, the group the query asks for (medrag_query_intent)
 -- or else the stronger one leading, with the other group's first document second (or fourth when the lead is
@@ -281,107 +401,28 @@ AS $$
     WITH settings AS (
         SELECT greatest(coalesce(k, 10), 1) AS k,
                greatest(coalesce(k, 10), 1) * cfg.pool_per_k + cfg.pool_extra AS pool,
-               q.match_query, q.rank_query, q.misspelt, cue.default_cue, cfg.rrf_k, cfg.fit_weight,
-               cfg.hcpcs_vector_offset, cfg.sure_margin, cfg.sure_trailing_offset, cfg.unsure_trailing_offset,
-               cfg.chunks_per_document, cfg.exact_bonus, cfg.trigram_max_chars,
-               -- a query in a code's own terms ("not further specified", "no complications") asks for the code
-               coalesce(medrag_query_intent(query_text),
-                        CASE WHEN cue.default_cue IS NOT NULL THEN 'code' END) AS intent,
-               -- the kind of document the query names comes first in its group: "diagnosis code", "ICD-10" the
-               -- ICD-10-CM codes, "HCPCS" the HCPCS codes, "local coverage determination" the LCDs
-               CASE WHEN query_text ~* '\micd(-?10(-?cm)?)?\M|\m(diagnosis|diagnostic|dx)\s+codes?\M'
-                        THEN 'icd10cm'
-                    WHEN query_text ~* '\mhcpcs\M' THEN 'hcpcs'
-                    WHEN query_text ~* '\mlcds?\M|\mlocal\s+coverage\s+determinations?\M' THEN 'lcd'
-                    WHEN query_text ~* '\mncds?\M|\mnational\s+coverage\s+determinations?\M' THEN 'ncd'
-               END AS named_source,
+               q.match_query, q.rank_query, q.misspelt, cue.default_cue, cue.intent, cue.named_source,
+               cfg.rrf_k, cfg.fit_weight, cfg.hcpcs_vector_offset, cfg.sure_margin, cfg.sure_trailing_offset,
+               cfg.unsure_trailing_offset, cfg.chunks_per_document, cfg.exact_bonus, cfg.trigram_max_chars,
                coalesce(filters, '{}'::jsonb) AS f
         -- the tuned numbers (medrag/retrieval/settings.py), each overridable per session: SET medrag.rrf_k = 30
         FROM medrag_search_settings() cfg,
              medrag_text_queries(query_text, cfg.match_budget) q,
-             -- the query says there is no complication, or that a detail is not known: ICD-10-CM's rule is then the
-             -- code that says so ("without complications", "unspecified")
-             LATERAL (SELECT CASE WHEN query_text ~* '\m(no|without)\s+complications?\M|\muncomplicated\M'
-                                      THEN 'uncomplicated'
-                                  WHEN query_text ~* '\mnot\s+(documented|stated|specified|further specified|known)\M'
-                                                     '|\munspecified\M|\munknown\M'
-                                      THEN 'unspecified' END AS default_cue) cue
+             medrag_query_cues(query_text) cue
     ),
-    candidate AS NOT MATERIALIZED (
-        -- documents with their release label and group, in the shape the filter function takes
-        SELECT d.id, d.source, d.key, d.title, d.is_current, d.effective_date, d.termination_date, d.metadata,
-               rel.label, medrag_document_group(d.source) AS grp
-        FROM document d JOIN release rel ON rel.id = d.release_id
-    ),
-    vector_leg AS (
-        SELECT near.chunk_id AS id, near.grp, near.distance,
-               row_number() OVER (PARTITION BY near.grp ORDER BY near.distance, near.chunk_id) AS r
-        FROM medrag_nearest(query_embedding, (SELECT pool FROM settings), filters) near
-    ),
-    text_leg AS (
-        SELECT hit.id, hit.grp, hit.r
-        FROM (
-            SELECT matching.id, matching.grp,
-                   row_number() OVER (PARTITION BY matching.grp
-                                      ORDER BY ts_rank(matching.tsv, s.rank_query, 1) DESC, matching.id) AS r
-            FROM (
-                -- ranking costs per row: a query whose rarest word is common ranks the first 2000 matches only (a
-                -- constant, not a setting: which 2000 rows come first depends on the plan, planned for this LIMIT)
-                SELECT c.id, c.tsv, d.grp
-                FROM chunk c JOIN candidate d ON d.id = c.document_id, settings s
-                WHERE c.tsv @@ s.match_query
-                  AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date,
-                                              d.metadata, d.label, s.f)
-                LIMIT 2000
-            ) matching, settings s
-        ) hit
-        WHERE hit.r <= (SELECT pool FROM settings)
-    ),
+    vector_leg AS (SELECT v.* FROM settings s, LATERAL medrag_vector_leg(query_embedding, s.pool, filters) v),
+    text_leg AS (SELECT t.* FROM settings s, LATERAL medrag_text_leg(s.match_query, s.rank_query, s.pool, s.f) t),
     trigram_leg AS (
-        -- Only for a short query with a word the corpus lacks: a long question's many trigrams make this index
-        -- scan the slowest part of the statement (20+ ms).
-        SELECT hit.id, hit.grp, row_number() OVER (PARTITION BY hit.grp ORDER BY hit.similarity DESC, hit.id) AS r
-        FROM (
-            SELECT c.id, d.grp, word_similarity(lower(query_text), lower(d.title)) AS similarity
-            FROM candidate d JOIN chunk c ON c.document_id = d.id AND c.ordinal = 0, settings s
-            WHERE s.misspelt AND length(query_text) <= s.trigram_max_chars AND lower(query_text) <% lower(d.title)
-              AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date,
-                                          d.metadata, d.label, s.f)
-            ORDER BY similarity DESC
-            LIMIT (SELECT pool FROM settings)
-        ) hit
+        SELECT t.* FROM settings s, LATERAL medrag_trigram_leg(query_text, s.misspelt, s.pool, s.trigram_max_chars, s.f) t
     ),
-    exact_leg AS (
-        SELECT c.id, d.grp, row_number() OVER (ORDER BY d.source, d.key, c.ordinal) AS r
-        FROM medrag_query_identifiers(query_text) ident
-        JOIN candidate d ON d.source = ident.source AND d.key = ident.key
-        JOIN chunk c ON c.document_id = d.id, settings s
-        WHERE medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date,
-                                      d.metadata, d.label, s.f)
-    ),
-    query_lexeme AS (
-        -- every lexeme of the rank query: the query's words, their spelling corrections and expansions
-        SELECT array_agg(DISTINCT m[1]) AS lexemes
-        FROM settings s, regexp_matches(s.rank_query::text, '''((?:[^'']|'''')+)''', 'g') AS m
-    ),
+    exact_leg AS (SELECT e.* FROM settings s, LATERAL medrag_exact_leg(query_text, s.f) e),
     fit_leg AS (
-        -- How much of a code's own wording the query explains (medrag_code_wording): a lay term's right code is
-        -- usually the sibling whose description adds nothing the query did not say ("Hypothyroidism, unspecified"
-        -- rather than "Congenital hypothyroidism without goiter"); "other" counts as a word not asked for, a
-        -- category header or a quality-measure code is not what gets reported for a condition or an item, and an
-        -- ICD-10-CM default wins a tie. Scores the code group's candidates the vector and text legs found.
-        SELECT hit.id, hit.grp, hit.fit
-        FROM (
-            SELECT pooled.id, pooled.grp, medrag_code_fit(w, d.title, ql.lexemes, s.default_cue) AS fit
-            FROM (SELECT id, grp FROM vector_leg WHERE grp = 'code'
-                  UNION SELECT id, grp FROM text_leg WHERE grp = 'code') pooled
-            JOIN chunk c ON c.id = pooled.id
-            JOIN medrag_code_wording w ON w.document_id = c.document_id
-            JOIN document d ON d.id = c.document_id
-            CROSS JOIN query_lexeme ql CROSS JOIN settings s
-            OFFSET 0  -- fit computed once per row, not again for the filter and the ordering
-        ) hit
-        WHERE hit.fit > 0
+        -- the code group's candidates the vector and text legs found
+        SELECT f.*
+        FROM settings s,
+             LATERAL medrag_fit_leg(ARRAY(SELECT id FROM vector_leg WHERE grp = 'code'
+                                          UNION SELECT id FROM text_leg WHERE grp = 'code'),
+                                    s.rank_query, s.default_cue) f
     ),
     legs AS (
         -- RRF constant rrf_k (20, not the usual 60): a first place in one leg then outweighs middling places in two

@@ -456,3 +456,21 @@ def test_the_dev_set_meets_its_retrieval_gates_on_the_test_corpus(indexed_engine
     for name, gate in RETRIEVAL_GATES.items():
         assert report["overall"][name] >= gate, (name, report["overall"][name])
     assert report["by_category"]["ncd_topic"]["hit@5"] >= NCD_TOPIC_HIT_AT_5_GATE
+
+
+def test_each_leg_is_its_own_function_and_inlined(indexed_engine) -> None:
+    """The legs are plain SQL functions the planner inlines: medrag_search is still planned as one statement."""
+    oxygen = "to_tsquery('english', 'oxygen')"
+    calls = {
+        "medrag_text_leg": f"medrag_text_leg({oxygen}, {oxygen}, 20, '{{}}')",
+        "medrag_trigram_leg": "medrag_trigram_leg('oxigen', true, 20, 60, '{}')",
+        "medrag_exact_leg": "medrag_exact_leg('NCD 240.2 and E0601', '{}')",
+        "medrag_fit_leg": f"medrag_fit_leg(ARRAY[1, 2]::bigint[], {oxygen}, NULL)",
+    }
+    with indexed_engine.connect() as conn:
+        for name, call in calls.items():
+            plan = "\n".join(conn.execute(text(f"EXPLAIN SELECT * FROM {call}")).scalars())
+            assert f"Function Scan on {name}" not in plan, plan
+        exact = conn.execute(text(f"SELECT count(*) FROM {calls['medrag_exact_leg']}")).scalar()
+        texts = conn.execute(text(f"SELECT count(*) FROM {calls['medrag_text_leg']}")).scalar()
+    assert exact > 0 and texts > 0
