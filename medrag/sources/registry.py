@@ -1,8 +1,8 @@
 """The one list of CMS sources, in refresh order: what needs to know which sources or document kinds exist asks here.
 
 A source is a package `medrag.sources.<name>` whose `__init__` declares `SPEC` (a SourceSpec), with `release.py`
-(SOURCE: discover, tables, load) and `documents.py` (build_drafts). Adding a source is that package, its name below
-and one migration for its tables.
+(SOURCE: discover, tables, load) and `documents.py` (build_drafts). Adding a source is that package, its name below,
+one migration for its tables (and a vector index per new document kind) and its line in pyproject's packages.
 """
 
 from __future__ import annotations
