@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
@@ -15,14 +14,14 @@ from pathlib import Path
 import psycopg
 import pytest
 from alembic.script import ScriptDirectory
-from conftest import REPO_ROOT, _admin_execute, _with_database, fresh_database  # tests/ is on sys.path
+from conftest import _admin_execute, _with_database, fresh_database  # tests/ is on sys.path
 
 from medrag.core import migrate
 from medrag.core.db import libpq_url
 from medrag.core.embedded_pg import bin_dir
 
-# The last commit whose revisions re-ran today's sql/*.sql (and still had the flat medrag/migrate.py).
-OLD_LAYOUT_COMMIT = "faed138"
+# A database at 0014 as the last commit whose revisions re-ran sql/*.sql (faed138) built it, as a schema dump.
+OLD_LAYOUT_SCHEMA = Path(__file__).resolve().parent / "data" / "schema_0014_old_layout.sql"
 
 
 def _query(url: str, sql: str) -> list[tuple]:
@@ -98,22 +97,15 @@ def test_every_downgrade_undoes_its_own_revision(empty_db_url: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def old_layout_0014(pg_server_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Name of a template database brought to 0014 by the code of OLD_LAYOUT_COMMIT, as databases in the field were."""
-    if shutil.which("git") is None or subprocess.run(
-            ["git", "-C", str(REPO_ROOT), "cat-file", "-e", f"{OLD_LAYOUT_COMMIT}^{{commit}}"]).returncode:
-        pytest.skip(f"commit {OLD_LAYOUT_COMMIT} is not in this checkout (a shallow clone?)")
-    tree = tmp_path_factory.mktemp("old_layout")
-    archive = subprocess.run(["git", "-C", str(REPO_ROOT), "archive", OLD_LAYOUT_COMMIT, "medrag", "migrations", "sql"],
-                             capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+def old_layout_0014(pg_server_url: str) -> Iterator[str]:
+    """Name of a template database at 0014 as the old layout built it (tests/data/schema_0014_old_layout.sql)."""
     name = f"medrag_old_layout_{os.getpid()}"
     _admin_execute(pg_server_url, f'DROP DATABASE IF EXISTS "{name}"', f'CREATE DATABASE "{name}"')
-    # the old tree first on the path: its medrag.migrate runs its own revisions, which import it
-    build = ("import sys; from medrag import migrate; assert migrate.__file__.startswith(sys.argv[2]); "
-             "migrate.upgrade(sys.argv[1], '0014')")
-    subprocess.run([sys.executable, "-c", build, _with_database(pg_server_url, name), str(tree)], cwd=tree,
-                   env={**os.environ, "PYTHONPATH": str(tree)}, check=True, timeout=300)
+    # its grants name the reader role, which is cluster-wide and may not exist yet
+    _admin_execute(pg_server_url, "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'medrag_reader') "
+                                  "THEN CREATE ROLE medrag_reader LOGIN NOINHERIT; END IF; END $$")
+    subprocess.run([str(bin_dir() / "psql"), "-q", "-v", "ON_ERROR_STOP=1", "-f", str(OLD_LAYOUT_SCHEMA),
+                    libpq_url(_with_database(pg_server_url, name))], check=True, capture_output=True, timeout=120)
     yield name
     _admin_execute(pg_server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
