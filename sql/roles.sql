@@ -1,5 +1,5 @@
 -- medrag_reader: may read the analyst views and call the search functions, nothing else. A repeatable script, run
--- last (`medrag db migrate` runs all three again whenever one changes: re-created functions lose these settings).
+-- last (`medrag db migrate` runs every script again whenever one changes: re-created functions lose these settings).
 -- Roles are cluster-wide; with your own server, give it a password: ALTER ROLE medrag_reader PASSWORD '...'.
 DO $$
 BEGIN

@@ -5,7 +5,8 @@ Two kinds of change, each applied its own way:
 - Tables, columns, indexes, triggers and data fixes live in the revisions of `migrations/versions/`, each written
   out in full: a revision never reads a file that may have changed since it was written.
 - The analyst SQL surface (views, search functions, the medrag_reader role's grants) lives in `sql/views.sql`,
-  `sql/search.sql` and `sql/roles.sql`, every statement CREATE OR REPLACE. `upgrade` applies them after the
+  `sql/search.sql` and `sql/roles.sql`, and in `generated.sql`, rendered from the Python rules SQL must share
+  (medrag.retrieval.generated_sql): functions and views only. `upgrade` applies them after the
   revisions, once the database is at head, as Flyway applies repeatable scripts: in one transaction, only when one
   of them differs from what medrag_sql_script recorded (by SHA-256), and then all of them in order, since a function
   re-created by search.sql loses the rights roles.sql gave it.

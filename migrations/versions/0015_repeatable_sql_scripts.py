@@ -1,4 +1,4 @@
-"""medrag_sql_script: which version of each repeatable SQL script (sql/views.sql, search.sql, roles.sql) is applied.
+"""medrag_sql_script: which version of each repeatable SQL script (views, generated, search, roles) is applied.
 
 medrag.core.migrate applies those scripts after the revisions, only when a script's SHA-256 differs from the one
 recorded here, so a migrate with nothing changed runs none of them.
