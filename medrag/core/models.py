@@ -53,7 +53,7 @@ class Release(Base):
     loaded_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     manifest: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
     status_detail: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
-    # medrag.index.documents.DOCUMENT_FORMATS when its documents were built (NULL: before formats were recorded); a
+    # the source's SourceSpec.documents_format when its documents were built (NULL: before formats were recorded); a
     # refresh rebuilds the documents of a release built by an older format
     documents_format: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
