@@ -28,6 +28,7 @@ from sqlalchemy.engine import make_url
 from medrag.core.config import Settings, load_settings
 from medrag.core.db import get_engine
 from medrag.core.errors import MedragError
+from medrag.core.progress import LineSink, reporting
 from medrag.index.documents import DocumentStats
 from medrag.index.embedding import DocumentEmbedder, EmbedStats, combine_stats, embed_pending
 from medrag.ingest.fetch import DownloadError
@@ -113,9 +114,9 @@ def documents_task(settings: Settings, source: str, force: bool) -> DocumentStat
 
 
 @functools.lru_cache(maxsize=2)
-def shared_embedder(model_path: str) -> DocumentEmbedder:
-    """One embedder per model per process: the model loads once, and only when something needs embedding."""
-    return DocumentEmbedder(model_path)
+def shared_embedder(model_path: str, backend: str, cache_dir: Path) -> DocumentEmbedder:
+    """One embedder per model and backend per process: it loads once, and only when something needs embedding."""
+    return DocumentEmbedder(model_path, backend=backend, cache_dir=cache_dir)
 
 
 @task(name="embed", task_run_name="embed after {source} (shard {shard} of {shards})", cache_policy=NO_CACHE)
@@ -124,8 +125,10 @@ def embed_task(settings: Settings, source: str, shard: int = 0, shards: int = 1)
 
     Embedding is not per source (every pending chunk gets its vector); `source` names the task run.
     """
-    return embed_pending(get_engine(settings), shared_embedder(settings.embedding_model),
-                         shard=shard, shards=shards if shards > 1 else None)
+    embedder = shared_embedder(settings.embedding_model, settings.embedding_backend, settings.models_dir)
+    label = f"{source}: embed" + (f" (shard {shard + 1} of {shards})" if shards > 1 else "")
+    return embed_pending(get_engine(settings), embedder, shard=shard, shards=shards if shards > 1 else None,
+                         label=label)
 
 
 def embed_stage(settings: Settings, source: str) -> EmbedStats:
@@ -167,8 +170,16 @@ def _load_summary(outcome: LoadOutcome, cached: bool) -> dict[str, Any]:
 
 @flow(name="refresh-source", flow_run_name="refresh-{source}")
 def refresh_source_flow(source: str, release: str | None = None, force: bool = False) -> dict[str, Any]:
-    """discover -> download -> extract/load -> chunk/enrich -> embed/index for one source; a JSON-able summary."""
-    settings = load_settings()
+    """discover -> download -> extract/load -> chunk/enrich -> embed/index for one source; a JSON-able summary.
+
+    Progress (bytes, rows, documents, chunks with rate and ETA) goes to the run's log, a line per tenth, so the
+    Prefect UI shows it.
+    """
+    with reporting(LineSink(get_run_logger().info)):
+        return _refresh_source(load_settings(), source, release, force)
+
+
+def _refresh_source(settings: Settings, source: str, release: str | None, force: bool) -> dict[str, Any]:
     seconds: dict[str, float] = {}
     _stage_line(f"{source}: discover + download")
     fetched = timed(seconds, "download", lambda: fetch_task(settings, source, release, force))
@@ -191,7 +202,8 @@ def refresh_source_flow(source: str, release: str | None = None, force: bool = F
             "skipped": documents.skipped,
         },
         "embedding": {"embedded": embedded.embedded, "reused": embedded.reused,
-                      "chunks_per_second": round(embedded.chunks_per_second, 1)},
+                      "chunks_per_second": round(embedded.chunks_per_second, 1),
+                      "index_seconds": round(embedded.seconds_index, 3), "model": embedded.model},
         "seconds": {stage: round(value, 3) for stage, value in seconds.items()},
     }
 

@@ -173,7 +173,7 @@ def indexed_engine(indexed_settings) -> Engine:
             pipeline.load_fetched(engine, indexed_settings, fetched)
     for source in ("mcd", "iom", "hcpcs", "icd10cm"):
         build_documents(engine, source, current_label(engine, source))
-    embed_pending(engine, DocumentEmbedder(indexed_settings.embedding_model), sources=["ncd", "iom"])
+    embed_pending(engine, DocumentEmbedder.for_settings(indexed_settings), sources=["ncd", "iom"])
     return engine
 
 

@@ -38,7 +38,7 @@ def settings(indexed_settings):
 
 @pytest.fixture(scope="module")
 def embedder(settings):
-    return QueryEmbedder.for_model(settings.embedding_model, settings.home / "models")
+    return QueryEmbedder.for_settings(settings)
 
 
 @pytest.fixture(scope="module")

@@ -146,8 +146,11 @@ def test_results_page_is_what_the_committed_json_gives() -> None:
 
 
 def test_readme_types_no_figures() -> None:
-    """Figures live in docs/results.md (generated); the README links there."""
-    text = INLINE_CODE.sub("", FENCE.sub("", README.read_text(encoding="utf-8")))
+    """Figures live in docs/results.md and the README's performance block, both generated from the JSON."""
+    gen = generator()
+    readme_text = README.read_text(encoding="utf-8")
+    typed = readme_text[:readme_text.index(gen.README_START)] + readme_text[readme_text.index(gen.README_END):]
+    text = INLINE_CODE.sub("", FENCE.sub("", typed))
     assert not re.search(r"\b0\.\d{2,}|\d+(?:\.\d+)? ?ms\b|\bhit@|\bMRR\b|\btop-1\b", text)
     assert "docs/results.md" in README.read_text(encoding="utf-8")
 
@@ -259,6 +262,20 @@ BENCH_CODES = {
 }
 
 
+def readme(folder: Path) -> Path:
+    """A README with an empty performance block (made once per test folder), for the generator to fill."""
+    path = folder / "README.md"
+    if not path.exists():
+        gen = generator()
+        path.write_text(f"# medrag\n\n{gen.README_START}\n{gen.README_END}\n\nmore\n", encoding="utf-8")
+    return path
+
+
+def paths(folder: Path, results: Path, page: Path) -> list[str]:
+    """The generator's arguments for a results folder, a page and a README, all inside a test's folder."""
+    return ["--results", str(results), "--output", str(page), "--readme", str(readme(folder))]
+
+
 def test_generator_renders_what_the_eval_commands_print(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     results = tmp_path / "results"
     results.mkdir()
@@ -275,7 +292,7 @@ def test_generator_renders_what_the_eval_commands_print(tmp_path: Path, monkeypa
         (results / name).write_text(json.dumps(report), encoding="utf-8")
     page = tmp_path / "results.md"
     gen = generator()
-    assert gen.main(["--results", str(results), "--output", str(page)]) == 0
+    assert gen.main(paths(tmp_path, results, page)) == 0
     text = page.read_text(encoding="utf-8")
 
     for name in ("retrieval_dev.json", "codes_dev.json", "answers_dev.json", "bench_search.json",
@@ -292,12 +309,15 @@ def test_generator_renders_what_the_eval_commands_print(tmp_path: Path, monkeypa
     assert "| medrag_search | 11.5 | 12.5 | 11.7 | 9 |" in text and "| none | 0.25 | 21.5 | 22.5 | 21.7 |" in text
     assert "| lexical | 2 | 31.5 | 32.5 | 33.5 | 1.5 | 0.5 | 1.0 |" in text
     assert "| machine | test machine |" in text and "| something.else | 7 |" in text
+    block = readme(tmp_path).read_text(encoding="utf-8")
+    assert "| retrieval dev: hit@5 / MRR | - | 1.0 / 0.75 |" in block and block.endswith("more\n")
+    assert "| answers dev: refusal accuracy | - | 1.0 |" in block
 
-    assert gen.main(["--check", "--results", str(results), "--output", str(page)]) == 0
+    assert gen.main(["--check", *paths(tmp_path, results, page)]) == 0
     (results / "bench_codes.json").write_text(json.dumps({**BENCH_CODES, "terms": 3}), encoding="utf-8")
-    assert gen.main(["--check", "--results", str(results), "--output", str(page)]) == 1
-    assert gen.main(["--results", str(results), "--output", str(page)]) == 0
-    assert gen.main(["--check", "--results", str(results), "--output", str(page)]) == 0
+    assert gen.main(["--check", *paths(tmp_path, results, page)]) == 1
+    assert gen.main(paths(tmp_path, results, page)) == 0
+    assert gen.main(["--check", *paths(tmp_path, results, page)]) == 0
 
 
 def test_generator_refuses_unreadable_or_misshapen_results(tmp_path: Path,
@@ -307,10 +327,10 @@ def test_generator_refuses_unreadable_or_misshapen_results(tmp_path: Path,
     page = tmp_path / "results.md"
     gen = generator()
     (results / "codes_dev.json").write_text("{not json", encoding="utf-8")
-    assert gen.main(["--results", str(results), "--output", str(page)]) == 2
+    assert gen.main(paths(tmp_path, results, page)) == 2
     assert "codes_dev.json" in capsys.readouterr().err
     (results / "codes_dev.json").write_text(json.dumps({"terms": 1}), encoding="utf-8")
-    assert gen.main(["--results", str(results), "--output", str(page)]) == 2
+    assert gen.main(paths(tmp_path, results, page)) == 2
     assert "codes_dev.json: not the report of `medrag eval codes" in capsys.readouterr().err
     assert not page.exists()
 
@@ -320,8 +340,8 @@ def test_generator_with_no_results_says_each_file_is_skipped(tmp_path: Path) -> 
     results.mkdir()
     page = tmp_path / "results.md"
     gen = generator()
-    assert gen.main(["--check", "--results", str(results), "--output", str(page)]) == 1  # no page yet
-    assert gen.main(["--results", str(results), "--output", str(page)]) == 0
+    assert gen.main(["--check", *paths(tmp_path, results, page)]) == 1  # no page yet
+    assert gen.main(paths(tmp_path, results, page)) == 0
     text = page.read_text(encoding="utf-8")
     assert text.count(": skipped") == len(gen.KINDS)
     assert "`meta.json` is not in results/" in text

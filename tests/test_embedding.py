@@ -11,7 +11,9 @@ from sqlalchemy import Engine, text
 
 from medrag.core.config import load_settings
 from medrag.core.db import get_engine
+from medrag.core.progress import LineSink, reporting
 from medrag.index.embedding import DocumentEmbedder, EmbeddingError, EmbedStats, embed_pending
+from medrag.index.onnx_model import BACKEND_TORCH
 from medrag.sources.mcd.release import ncd_documents, read_mcd_csv
 
 NCD_TRKG = Path("mcd/ncd/ncd_csv/ncd_trkg.csv")
@@ -42,8 +44,8 @@ def ncd_passages(cms_dir: Path) -> list[tuple[str | None, str]]:
 
 @pytest.fixture(scope="module")
 def embedder() -> DocumentEmbedder:
-    """The real all-MiniLM-L6-v2, loaded once for the module."""
-    return DocumentEmbedder(load_settings().embedding_model, device="cpu")
+    """The real all-MiniLM-L6-v2 through sentence-transformers (the reference the ONNX backends are held to)."""
+    return DocumentEmbedder(load_settings().embedding_model, backend=BACKEND_TORCH, device="cpu")
 
 
 def _reference_vectors(embedder: DocumentEmbedder, texts: list[str]) -> np.ndarray:
@@ -130,7 +132,7 @@ def test_encode_keeps_the_callers_order(
 
 
 def test_a_second_run_embeds_nothing(engine: Engine, first_release: tuple[list[int], EmbedStats]) -> None:
-    idle = DocumentEmbedder(load_settings().embedding_model, device="cpu")
+    idle = DocumentEmbedder(load_settings().embedding_model, backend=BACKEND_TORCH, device="cpu")
     stats = embed_pending(engine, idle)
     assert (stats.reused, stats.embedded) == (0, 0)
     assert not idle.is_loaded
@@ -141,7 +143,7 @@ def test_unchanged_content_in_a_new_release_is_reused_without_the_model(
 ) -> None:
     chunk_ids, _ = first_release
     [carried_over] = _insert_chunks(engine, _new_document(engine, "2025Q2"), ncd_passages[7:8])
-    idle = DocumentEmbedder(load_settings().embedding_model, device="cpu")
+    idle = DocumentEmbedder(load_settings().embedding_model, backend=BACKEND_TORCH, device="cpu")
     stats = embed_pending(engine, idle)
     assert (stats.reused, stats.embedded) == (1, 0)
     assert not idle.is_loaded
@@ -166,10 +168,12 @@ def test_changed_text_is_embedded_again_and_each_new_text_only_once(
         )
     # The same revised passage in another document: one text to encode, two chunks to fill.
     [twin] = _insert_chunks(engine, _new_document(engine, "2025Q3"), [(heading, revised)])
-    progress_calls: list[tuple[int, int]] = []
-    stats = embed_pending(engine, embedder, progress=lambda done, total: progress_calls.append((done, total)))
+    lines: list[str] = []
+    with reporting(LineSink(lines.append)):
+        stats = embed_pending(engine, embedder)
     assert (stats.reused, stats.embedded) == (0, 2)
-    assert progress_calls == [(1, 1)]
+    # 50 distinct texts now (passage 3's old text is gone, its revision is new), 49 of them embedded before
+    assert lines[-1].startswith(f"embed: {CHUNK_COUNT}/{CHUNK_COUNT} chunks (100%)"), lines
     revised_vector, twin_vector = _vectors(engine, [chunk_ids[3], twin])
     [expected] = _reference_vectors(embedder, [_embedded_text(heading, revised)])
     np.testing.assert_allclose(revised_vector, expected, atol=1e-5)
@@ -220,6 +224,6 @@ def test_a_missing_model_folder_is_a_user_error(tmp_path: Path) -> None:
 
 
 def test_a_database_without_pgvector_is_a_user_error(empty_db_url: str) -> None:
-    idle = DocumentEmbedder(load_settings().embedding_model, device="cpu")
+    idle = DocumentEmbedder(load_settings().embedding_model, backend=BACKEND_TORCH, device="cpu")
     with pytest.raises(EmbeddingError, match="medrag db migrate"):
         embed_pending(get_engine(url=empty_db_url), idle)

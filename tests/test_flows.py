@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -268,15 +269,38 @@ def test_documents_built_by_an_older_format_are_rebuilt_and_re_embedded(first_ru
             "SELECT d.title, c.text, c.embedding_text, c.embedding::real[] FROM chunk c "
             "JOIN document d ON d.id = c.document_id WHERE d.source = 'hcpcs' ORDER BY d.key LIMIT 1")).one()
     assert words.startswith(title) and "Category:" in body and "Category" not in words
-    embedder = DocumentEmbedder(flow_settings.embedding_model, device="cpu")
-    np.testing.assert_allclose(np.asarray(vector, dtype=np.float32), embedder.encode([words])[0], atol=1e-5)
+    embedder = DocumentEmbedder.for_settings(flow_settings)
+    # int8's activation scale is per batch: alone, the text's vector moves a little from the one made in its batch
+    from_words, from_body = embedder.encode([words, body])
+    stored = np.asarray(vector, dtype=np.float32)
+    assert float(stored @ from_words) >= 0.98 and float(stored @ from_words) > float(stored @ from_body)
 
     # a forced rebuild writes the same chunks again and keeps their vectors: nothing goes back to the model
     label = scalar(engine, "SELECT label FROM release WHERE source = 'hcpcs' AND is_current")
     assert not build_documents(engine, "hcpcs", label, force=True).skipped
     assert scalar(engine, "SELECT count(*) FROM chunk WHERE embedding IS NULL") == 0
-    idle = DocumentEmbedder(flow_settings.embedding_model, device="cpu")
+    idle = DocumentEmbedder.for_settings(flow_settings)
     assert embed_pending(engine, idle).embedded == 0 and not idle.is_loaded
+
+
+def test_refresh_json_prints_the_summary_on_stdout_and_progress_lines_on_stderr(first_run, engine) -> None:
+    result = CliRunner().invoke(main, ["refresh", "--source", "hcpcs", "--force", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)  # stdout is the JSON and nothing else
+    hcpcs = summary["sources"]["hcpcs"]
+    assert set(hcpcs["seconds"]) == {"download", "load", "documents", "embed"} and summary["seconds"] > 0
+    assert hcpcs["embedding"]["embedded"] == 0  # forced, yet every text kept its vector
+    assert hcpcs["embedding"]["reused"] == 0 and "onnx-int8" in hcpcs["embedding"]["model"]
+    lines = result.stderr.splitlines()
+    # stderr, not a terminal: a line per stage, and the long stages' counts, rates and ETAs by tenths
+    assert "… hcpcs: discover + download" in lines and "… hcpcs: embed + index" in lines
+    assert any(line.startswith("download ") and " MB (100%), " in line for line in lines), lines
+    assert any(line.startswith("hcpcs 2019: load: ") and " rows, " in line for line in lines), lines
+    documents = [line for line in lines if line.startswith("hcpcs: documents: ")]
+    # a stage of under two seconds: only its last line, with its seconds
+    assert documents == [line for line in documents if line.startswith(
+        f"hcpcs: documents: {HCPCS_RECORDS:,}/{HCPCS_RECORDS:,} documents (100%), ") and line.endswith(" s")]
+    assert documents
 
 
 def test_failing_source_fails_the_run_naming_it_and_the_others_still_load(

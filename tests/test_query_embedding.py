@@ -15,14 +15,9 @@ from sentence_transformers import SentenceTransformer
 from tokenizers import Tokenizer
 
 from medrag.core.config import load_settings
-from medrag.retrieval.query_embedding import (
-    BACKEND_ONNX,
-    BACKEND_SENTENCE_TRANSFORMERS,
-    QueryEmbedder,
-    mean_pool,
-    onnx_path_for,
-    read_whole_words,
-)
+from medrag.index.embedding import DocumentEmbedder
+from medrag.index.onnx_model import BACKEND_ONNX, BACKEND_ONNX_INT8, BACKEND_TORCH, mean_pool, onnx_path_for
+from medrag.retrieval.query_embedding import QueryEmbedder, QueryEmbeddingError, read_whole_words
 from medrag.sources.mcd.release import ncd_documents, read_mcd_csv
 
 NCD_TRKG = Path("mcd/ncd/ncd_csv/ncd_trkg.csv")
@@ -144,12 +139,22 @@ def test_falls_back_to_sentence_transformers_when_no_onnx_can_be_made(
     blocker.write_text("a file where the cache directory would go")
     with caplog.at_level(logging.WARNING, logger="medrag.retrieval.query_embedding"):
         embedder = QueryEmbedder.for_model(model_path, blocker / "cache")
-    assert embedder.backend == BACKEND_SENTENCE_TRANSFORMERS
+    assert embedder.backend == BACKEND_TORCH
     [warning] = caplog.records
     assert "sentence-transformers" in warning.getMessage() and "\n" not in warning.getMessage()
     question = "Is home oxygen covered for cluster headaches?"
     expected = reference_model.encode([question], normalize_embeddings=True, convert_to_numpy=True)[0]
     np.testing.assert_allclose(embedder.embed(question), expected, atol=1e-5)
+
+
+def test_an_int8_question_is_embedded_as_the_int8_chunks_are(model_path: Path, cache_dir: Path) -> None:
+    question = "Who qualifies for home oxygen therapy?"
+    query = QueryEmbedder.for_model(model_path, cache_dir, BACKEND_ONNX_INT8)
+    assert query.backend == BACKEND_ONNX_INT8
+    chunk = DocumentEmbedder(str(model_path), backend=BACKEND_ONNX_INT8, cache_dir=cache_dir).encode([question])[0]
+    np.testing.assert_allclose(query.embed(question), chunk, atol=1e-6)
+    with pytest.raises(QueryEmbeddingError, match="unknown embedding backend 'fp8'"):
+        QueryEmbedder.for_model(model_path, cache_dir, "fp8")
 
 
 def test_knows_the_words_it_has_as_one_token(onnx_embedder: QueryEmbedder, model_path: Path, tmp_path: Path) -> None:

@@ -97,7 +97,7 @@ def engine(settings):
 
 @pytest.fixture(scope="session")
 def embedder(settings):
-    return QueryEmbedder.for_model(settings.embedding_model, settings.home / "models")
+    return QueryEmbedder.for_settings(settings)
 
 
 def _report(label, result):

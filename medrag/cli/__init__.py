@@ -31,8 +31,14 @@ class MedragGroup(click.Group):
 
 @click.group(cls=MedragGroup)
 @click.version_option(package_name="medrag")
-def main() -> None:
+@click.pass_context
+def main(context: click.Context) -> None:
     """medrag: Medicare reference data in Postgres + pgvector, and answers grounded in it."""
+    from medrag.core.progress import reporting, terminal_sink
+
+    # Long stages (download, load, documents, embedding) show progress on stderr: bars on a terminal, a line
+    # per tenth elsewhere; stdout keeps only results.
+    context.with_resource(reporting(terminal_sink()))
 
 
 def _register() -> None:

@@ -7,6 +7,7 @@ logging and settings once, and costs a second or two that the other medrag comma
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import shutil
@@ -119,7 +120,9 @@ def _print_summary(summary: dict[str, Any]) -> None:
               help="Source(s) to refresh (default: all four, in the order mcd, hcpcs, icd10cm, iom).")
 @click.option("--release", default=None, help="Release label (e.g. 2019, FY2021, 2026Q1), 'latest' (default) or 'all'.")
 @click.option("--force", is_flag=True, help="Download, reload, rebuild documents and bypass the load cache.")
-def refresh_command(sources: tuple[str, ...], release: str | None, force: bool) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the flow's summary as JSON (rows, documents, chunks, vectors, seconds per stage).")
+def refresh_command(sources: tuple[str, ...], release: str | None, force: bool, as_json: bool) -> None:
     """Fetch, load, chunk and embed through the Prefect flow, in this process; print what was loaded."""
     prefect_environment(quiet_console=True)
     from medrag_flows.quarterly_refresh import RefreshFailed, quarterly_refresh
@@ -134,7 +137,10 @@ def refresh_command(sources: tuple[str, ...], release: str | None, force: bool) 
         summary, failure = exc.summary, exc
     finally:
         flow_logger.removeHandler(stage_lines)
-    _print_summary(summary)
+    if as_json:
+        click.echo(json.dumps(summary, indent=2, default=str))
+    else:
+        _print_summary(summary)
     if failure is not None:
         raise MedragError(str(failure))
 

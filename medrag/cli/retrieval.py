@@ -16,8 +16,7 @@ def query_embedder():  # noqa: ANN201 - QueryEmbedder is imported lazily to keep
     """The fast query-time embedder (ONNX when exported, else sentence-transformers) for the configured model."""
     from medrag.retrieval.query_embedding import QueryEmbedder
 
-    settings = load_settings()
-    return QueryEmbedder.for_model(settings.embedding_model, settings.home / "models")
+    return QueryEmbedder.for_settings(load_settings())
 
 
 def filter_options(command):  # noqa: ANN001, ANN201 - a click decorator

@@ -20,6 +20,14 @@ def _default_home() -> Path:
     return Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share")) / "medrag"
 
 
+# How chunk and query vectors are computed (medrag.index.onnx_model): the model's ONNX export quantised to int8,
+# the float export, or sentence-transformers on torch. The backend is recorded with every vector; changing it
+# re-embeds. int8 is the default because it keeps the evaluation figures at 2.2x the float export's rate
+# (docs/performance.md).
+EMBEDDING_BACKENDS = ("onnx-int8", "onnx", "torch")
+DEFAULT_EMBEDDING_BACKEND = "onnx-int8"
+
+
 class SettingsError(MedragError):
     """An environment variable medrag reads holds a value it cannot use."""
 
@@ -41,6 +49,13 @@ def _env_float(name: str, default: float) -> float:
 
 def _env_int(name: str, default: int) -> int:
     return int(_env_number(name, default, int))
+
+
+def _env_choice(name: str, choices: tuple[str, ...], default: str) -> str:
+    raw = os.environ.get(name) or default
+    if raw not in choices:
+        raise SettingsError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+    return raw
 
 
 def _default_model_path() -> str:
@@ -80,11 +95,17 @@ class Settings:
     # by a Dask cluster (prefect-dask's DaskTaskRunner) when dask_address is set, else by the flow's own threads.
     embed_shards: int = 1
     dask_address: str | None = None
+    embedding_backend: str = DEFAULT_EMBEDDING_BACKEND
 
     @property
     def pg_dir(self) -> Path:
         """Data directory of the embedded PostgreSQL server."""
         return self.home / "pgdata"
+
+    @property
+    def models_dir(self) -> Path:
+        """Where the embedding model's ONNX exports (float and int8) are cached."""
+        return self.home / "models"
 
     @property
     def downloads_dir(self) -> Path:
@@ -123,6 +144,7 @@ def load_settings() -> Settings:
         home=home,
         embedding_model=os.environ.get("MEDRAG_EMBEDDING_MODEL") or _default_model_path(),
         embedding_dim=_env_int("MEDRAG_EMBEDDING_DIM", 384),
+        embedding_backend=_env_choice("MEDRAG_EMBEDDING_BACKEND", EMBEDDING_BACKENDS, DEFAULT_EMBEDDING_BACKEND),
         vllm_base_url=os.environ.get("VLLM_BASE_URL") or None,
         vllm_model=os.environ.get("VLLM_MODEL") or None,
         source_urls=urls,

@@ -16,6 +16,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    SmallInteger,
     Text,
     UniqueConstraint,
     func,
@@ -146,6 +147,8 @@ class Chunk(Base):
     embedding: Mapped[Any] = mapped_column(Vector(EMBEDDING_DIM), nullable=True)
     # what the embedding is computed from when it is not heading + text (medrag.index.embedding.EMBED_TEXT_SQL)
     embedding_text: Mapped[str | None] = mapped_column(Text)
+    # the model and backend that made the embedding; NULL when none is recorded (the stage embeds it again)
+    embedding_model_id: Mapped[int | None] = mapped_column(SmallInteger, ForeignKey("embedding_model.id"))
     tsv: Mapped[Any] = mapped_column(
         TSVECTOR,
         Computed(f"to_tsvector('{TEXT_SEARCH_CONFIG}', coalesce(heading, '') || ' ' || text)", persisted=True),
@@ -153,6 +156,32 @@ class Chunk(Base):
     content_hash: Mapped[str] = mapped_column(Text)
 
     document: Mapped[Document] = relationship(back_populates="chunks")
+
+
+class EmbeddingModel(Base):
+    """A model and backend that made chunk vectors: the same (name, digest, backend, export) makes the same vectors."""
+
+    __tablename__ = "embedding_model"
+    __table_args__ = (UniqueConstraint("name", "digest", "backend", "export_format"),)
+
+    id: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    name: Mapped[str] = mapped_column(Text)
+    digest: Mapped[str] = mapped_column(Text)
+    backend: Mapped[str] = mapped_column(Text)
+    # how an ONNX backend's graph was exported and quantised (medrag.index.onnx_model.EXPORT_FORMAT); '' for torch
+    export_format: Mapped[str] = mapped_column(Text, server_default=text("''"))
+    dimension: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class DeferredIndex(Base):
+    """A vector-graph index dropped for a bulk fill, with the statement that rebuilds it (medrag.index.embedding)."""
+
+    __tablename__ = "medrag_deferred_index"
+
+    name: Mapped[str] = mapped_column(Text, primary_key=True)
+    definition: Mapped[str] = mapped_column(Text)
+    deferred_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 
 class QueryLog(Base):

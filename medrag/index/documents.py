@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, text
 
 from medrag.codes.synonyms import clinical_synonym_entries
+from medrag.core import progress
 from medrag.index.chunking import (
     Section,
     SectionChunk,
@@ -102,14 +103,16 @@ def _chunk_hashes(pieces: list[SectionChunk], draft: DocumentDraft) -> list[str]
 
 
 def write_drafts(conn: Connection, release_id: int, drafts: list[DocumentDraft], counter: TokenCounter,
-                 is_current: bool) -> int:
+                 is_current: bool, source: str | None = None) -> int:
     """Chunk every draft and COPY documents + chunks (ids taken from the sequence up front); returns chunks."""
     if not drafts:
         return 0
     ids = conn.execute(text("SELECT nextval('document_id_seq') FROM generate_series(1, :n)"),
                        {"n": len(drafts)}).scalars().all()
     documents, chunks = [], []
+    tracker = progress.track(f"{source or drafts[0].source}: documents", total=len(drafts), unit="documents")
     for document_id, draft in zip(ids, drafts, strict=True):
+        tracker.advance()
         pieces = chunk_sections(draft.sections, counter=counter)
         hashes = _chunk_hashes(pieces, draft)
         documents.append({
@@ -122,6 +125,7 @@ def write_drafts(conn: Connection, release_id: int, drafts: list[DocumentDraft],
                     "section": p.section, "page_start": p.page_start, "page_end": p.page_end,
                     "content_hash": chunk_hash, "embedding_text": draft.embedding_text}
                    for p, chunk_hash in zip(pieces, hashes, strict=True)]
+    tracker.close()
     copy_rows(conn, "document", DOCUMENT_COLUMNS, documents, constants={"release_id": release_id})
     return copy_rows(conn, "chunk", CHUNK_COLUMNS, chunks)
 
@@ -165,12 +169,12 @@ def sync_current_documents(conn: Connection) -> int:
 # only what changed goes back to the model (a forced ICD-10-CM rebuild would otherwise re-embed 47k chunks).
 _KEEP_VECTORS = """
 CREATE TEMP TABLE kept_vector ON COMMIT DROP AS
-SELECT DISTINCT ON (c.content_hash) c.content_hash, c.embedding
+SELECT DISTINCT ON (c.content_hash) c.content_hash, c.embedding, c.embedding_model_id
 FROM chunk c JOIN document d ON d.id = c.document_id
 WHERE d.release_id = :r AND c.embedding IS NOT NULL
 """
 _RESTORE_VECTORS = """
-UPDATE chunk SET embedding = kept_vector.embedding
+UPDATE chunk SET embedding = kept_vector.embedding, embedding_model_id = kept_vector.embedding_model_id
 FROM kept_vector, document d
 WHERE chunk.content_hash = kept_vector.content_hash AND d.id = chunk.document_id AND d.release_id = :r
 """
@@ -198,7 +202,7 @@ def build_documents(
             conn.execute(text("DELETE FROM document WHERE release_id = :r"), {"r": release.id})
             counter = counter or default_token_counter()
             drafts = source_spec.drafts_builder()(conn, release.id, counter)
-            stats.chunks = write_drafts(conn, release.id, drafts, counter, release.is_current)
+            stats.chunks = write_drafts(conn, release.id, drafts, counter, release.is_current, source)
             conn.execute(text(_RESTORE_VECTORS), {"r": release.id})
             conn.execute(text("UPDATE release SET documents_format = :f WHERE id = :r"),
                          {"f": source_spec.documents_format, "r": release.id})

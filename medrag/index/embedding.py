@@ -2,19 +2,39 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import functools
 import os
+import re
+import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import psycopg
 from sqlalchemy import Engine
 
+from medrag.core.config import Settings
 from medrag.core.db import libpq_url
 from medrag.core.errors import MedragError
+from medrag.core.progress import Tracker, track
+from medrag.index.onnx_model import (
+    BACKEND_ONNX_INT8,
+    BACKEND_TORCH,
+    BACKENDS,
+    DEFAULT_BACKEND,
+    EXPORT_FORMAT,
+    OnnxEncoder,
+    OnnxModelError,
+    export_onnx,
+    model_content_digest,
+)
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -24,65 +44,143 @@ if TYPE_CHECKING:
 # document builder gave one (HCPCS codes: the item's descriptions), else heading and text.
 EMBED_TEXT_SQL = "coalesce(embedding_text, coalesce(heading || E'\\n', '') || text)"
 
-# A chunk whose content_hash already has a vector in any release gets that vector: unchanged text across
-# quarterly releases is never sent to the model again. Joining from the pending rows keeps the cost proportional
-# to what is new, not to the whole table.
-_REUSE_BY_CONTENT_HASH = """
+# A chunk is pending when it has no vector made by the model and backend configured now (%(model)s): a vector of
+# another model, or one whose maker was never recorded, would be a point in another space.
+def _pending(table: str = "") -> str:
+    return f"({table}embedding IS NULL OR {table}embedding_model_id IS DISTINCT FROM %(model)s)"
+
+
+_PENDING = _pending()
+
+# A pending chunk whose content_hash already has a vector of this model in any release gets that vector: unchanged
+# text across quarterly releases is never sent to the model again. Joining from the pending rows keeps the cost
+# proportional to what is new, not to the whole table.
+_REUSE_BY_CONTENT_HASH = f"""
 WITH donor AS (
     SELECT DISTINCT ON (pending.content_hash) pending.content_hash, embedded.embedding
     FROM chunk AS pending
     JOIN chunk AS embedded ON embedded.content_hash = pending.content_hash AND embedded.embedding IS NOT NULL
-    WHERE pending.embedding IS NULL AND {in_shard}
+        AND embedded.embedding_model_id = %(model)s
+    WHERE {_pending("pending.")} AND {{in_scope}}
     ORDER BY pending.content_hash
 )
-UPDATE chunk SET embedding = donor.embedding
+UPDATE chunk SET embedding = donor.embedding, embedding_model_id = %(model)s
 FROM donor
-WHERE chunk.embedding IS NULL AND chunk.content_hash = donor.content_hash
+WHERE {_pending("chunk.")} AND chunk.content_hash = donor.content_hash
 """
 
 # Optionally only chunks of some document sources (tests embed the prose sources, not 53k code documents).
-_IN_SOURCES = (
-    "(%(sources)s::text[] IS NULL OR document_id IN (SELECT id FROM document WHERE source = ANY(%(sources)s)))"
-)
+_IN_SOURCES = "(%(sources)s::text[] IS NULL OR {table}source = ANY(%(sources)s))"
 # Optionally one shard of the texts (their content hash hashed, modulo the shard count): workers embedding shards
 # at once never touch the same rows.
-_IN_SHARD = "(%(shards)s::int IS NULL OR mod(abs(hashtext({column})), %(shards)s::int) = %(shard)s::int)"
-_COUNT_PENDING_TEXTS = (f"SELECT count(DISTINCT content_hash) FROM chunk WHERE embedding IS NULL AND {_IN_SOURCES} "
-                        f"AND {_IN_SHARD.format(column='content_hash')}")
+_IN_SHARD = "(%(shards)s::int IS NULL OR mod(abs(hashtext({table}content_hash)), %(shards)s::int) = %(shard)s::int)"
 
-# Keyset pagination on content_hash: each batch starts after the last hash seen, so a batch that fills nothing
+
+def _in_scope(table: str = "") -> str:
+    return f"{_IN_SOURCES.format(table=table)} AND {_IN_SHARD.format(table=table)}"
+
+
+# Texts in scope, and those still pending: the progress display starts from what an earlier, interrupted run did.
+_COUNT_TEXTS = f"""
+SELECT count(DISTINCT content_hash), count(DISTINCT content_hash) FILTER (WHERE {_PENDING})
+FROM chunk WHERE {_in_scope()}
+"""
+_PENDING_ROWS_BY_SOURCE = f"SELECT source, count(*) FROM chunk WHERE {_PENDING} AND {_in_scope()} GROUP BY source"
+
+# Keyset pagination on content_hash: each window starts after the last hash seen, so a window that fills nothing
 # (a concurrent writer, say) can never make the loop spin on the same rows.
 _SELECT_PENDING_TEXTS = f"""
 SELECT DISTINCT ON (content_hash) content_hash, {EMBED_TEXT_SQL}
 FROM chunk
-WHERE embedding IS NULL AND content_hash > %(after)s AND {_IN_SOURCES} AND {_IN_SHARD.format(column="content_hash")}
+WHERE {_PENDING} AND content_hash > %(after)s AND {_in_scope()}
 ORDER BY content_hash, id
 LIMIT %(limit)s
 """
 
 _CREATE_BATCH_TABLE = "CREATE TEMP TABLE embedding_batch (content_hash text, embedding vector) ON COMMIT DROP"
 _COPY_BATCH = "COPY embedding_batch (content_hash, embedding) FROM STDIN WITH (FORMAT BINARY)"
-_APPLY_BATCH = """
-UPDATE chunk SET embedding = embedding_batch.embedding
+_APPLY_BATCH = f"""
+UPDATE chunk SET embedding = embedding_batch.embedding, embedding_model_id = %(model)s
 FROM embedding_batch
-WHERE chunk.embedding IS NULL AND chunk.content_hash = embedding_batch.content_hash
+WHERE {_pending("chunk.")} AND chunk.content_hash = embedding_batch.content_hash
 """
 
-ProgressCallback = Callable[[int, int], None]
+_FIND_MODEL = """
+SELECT id FROM embedding_model
+WHERE name = %(name)s AND digest = %(digest)s AND backend = %(backend)s AND export_format = %(export_format)s
+"""
+_REGISTER_MODEL = """
+INSERT INTO embedding_model (name, digest, backend, export_format, dimension)
+VALUES (%(name)s, %(digest)s, %(backend)s, %(export_format)s, %(dimension)s)
+ON CONFLICT (name, digest, backend, export_format) DO UPDATE SET dimension = EXCLUDED.dimension
+RETURNING id
+"""
+_COLUMN_DIMENSION = """
+SELECT atttypmod FROM pg_attribute WHERE attrelid = 'chunk'::regclass AND attname = 'embedding'
+"""
+
+# Texts read and length-sorted together (keyset on content hash): the sort is what keeps padding small, and a
+# window of 4,096 encoded as fast as one sort over all texts (a window of 1,024 ran at 0.93 of it; 6,144 chunk
+# texts, int8, 2 cores). Vectors are written and committed every COMMIT_TEXTS, so a killed run loses little.
+WINDOW_TEXTS = 4096
+COMMIT_TEXTS = 1024
+# A source's vector graph is dropped and built again after the fill when the fill at least doubles it and adds
+# this many rows: one CREATE INDEX (parallel, in maintenance_work_mem) costs a fraction of row-by-row inserts
+# (10,000 ICD-10-CM vectors: 18.6 s inserted one by one into the m=24 graph, 5.3 s built at once), and the inserts
+# would compete with the model for the same cores. Queries meanwhile scan that source's vectors exactly.
+DEFER_INDEX_MIN_ROWS = 2000
+
+_VECTOR_INDEXES = """
+SELECT index_class.relname, pg_get_indexdef(index_class.oid), pg_get_expr(pg_index.indpred, pg_index.indrelid)
+FROM pg_index
+JOIN pg_class AS index_class ON index_class.oid = pg_index.indexrelid
+JOIN pg_am ON pg_am.oid = index_class.relam
+WHERE pg_index.indrelid = 'chunk'::regclass AND pg_am.amname IN ('hnsw', 'ivfflat')
+"""
+_SOURCE_PREDICATE = re.compile(r"^\(?source = '([a-z0-9_]+)'::text\)?$")
+_ROWS_WITH_VECTORS = "SELECT source, count(*) FROM chunk WHERE embedding IS NOT NULL GROUP BY source"
 
 
 class EmbeddingError(MedragError):
     """The embedding stage cannot run: the model cannot be loaded, or the database lacks pgvector."""
 
 
-class DocumentEmbedder:
-    """A sentence-transformers model for indexing: loaded on first use, batched, unit-length float32 vectors."""
+@dataclass(frozen=True)
+class ModelIdentity:
+    """What made a vector: the model (folder name and content digest) and the backend that ran it."""
 
-    def __init__(self, model_path: str, *, device: str | None = None, batch_size: int = 64) -> None:
+    name: str
+    digest: str
+    backend: str
+    export_format: str  # how the ONNX graph was made (a new quantisation recipe is a new maker); '' for torch
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.digest} ({self.backend}{', ' + self.export_format if self.export_format else ''})"
+
+
+class DocumentEmbedder:
+    """The embedding model for indexing: loaded on first use, batched by length, unit-length float32 vectors.
+
+    backend "onnx-int8" / "onnx" run the model's ONNX export through onnxruntime on every core; "torch" runs
+    sentence-transformers (on CUDA when there is one).
+    """
+
+    def __init__(self, model_path: str, *, backend: str = DEFAULT_BACKEND, cache_dir: str | Path | None = None,
+                 device: str | None = None, batch_size: int = 64) -> None:
+        if backend not in BACKENDS:
+            raise EmbeddingError(f"unknown embedding backend {backend!r}: choose one of {', '.join(BACKENDS)}")
         self.model_path = str(model_path)
+        self.backend = backend
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else Path(tempfile.gettempdir()) / "medrag-models"
         self.batch_size = batch_size
         self._device = device
-        self._model: SentenceTransformer | None = None
+        self._model: SentenceTransformer | OnnxEncoder | None = None
+        self._loading = threading.Lock()  # shards of one flow share this embedder: the model loads once
+
+    @classmethod
+    def for_settings(cls, settings: Settings) -> DocumentEmbedder:
+        """The embedder for the configured model and backend, its exports cached in the settings' models folder."""
+        return cls(settings.embedding_model, backend=settings.embedding_backend, cache_dir=settings.models_dir)
 
     @property
     def is_loaded(self) -> bool:
@@ -91,53 +189,92 @@ class DocumentEmbedder:
 
     @property
     def device(self) -> str:
-        """The torch device the model runs on: the one given, else cuda when available, else cpu."""
+        """Where the model runs: the torch device (given, else cuda when available, else cpu), or onnxruntime's cpu."""
+        if self.backend != BACKEND_TORCH:
+            return "cpu"
         if self._device is None:
             import torch
 
             self._device = "cuda" if torch.cuda.is_available() else "cpu"
         return self._device
 
-    def load(self) -> SentenceTransformer:
+    def load(self) -> SentenceTransformer | OnnxEncoder:
         """Load the model from model_path now (once), without touching the network, and return it."""
-        if self._model is None:
-            # Must be set before huggingface_hub is imported: it reads the variable once, at import.
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            from sentence_transformers import SentenceTransformer
-
-            try:
-                self._model = SentenceTransformer(self.model_path, device=self.device)
-            except OSError as error:  # a missing or incomplete folder; offline, a hub name cannot be fetched
-                raise EmbeddingError(
-                    f"cannot load the embedding model {self.model_path!r} ({error}); set MEDRAG_EMBEDDING_MODEL"
-                ) from error
+        with self._loading:
+            if self._model is None:
+                if not Path(self.model_path).is_dir():
+                    raise EmbeddingError(f"cannot load the embedding model {self.model_path!r} (no such folder); "
+                                         "set MEDRAG_EMBEDDING_MODEL")
+                self._model = self._load_torch() if self.backend == BACKEND_TORCH else self._load_onnx()
         return self._model
 
+    def _load_onnx(self) -> OnnxEncoder:
+        try:
+            onnx_path = export_onnx(self.model_path, self.cache_dir, int8=self.backend == BACKEND_ONNX_INT8)
+        except OnnxModelError as error:
+            raise EmbeddingError(f"{error}; set MEDRAG_EMBEDDING_BACKEND=torch") from error
+        return OnnxEncoder(self.model_path, onnx_path, threads=os.cpu_count())
+
+    def _load_torch(self) -> SentenceTransformer:
+        # Must be set before huggingface_hub is imported: it reads the variable once, at import.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()  # a "Loading weights" bar would land in the stage's output
+        try:
+            model = SentenceTransformer(self.model_path, device=self.device)
+        except OSError as error:  # an incomplete folder; offline, a hub name cannot be fetched
+            raise EmbeddingError(
+                f"cannot load the embedding model {self.model_path!r} ({error}); set MEDRAG_EMBEDDING_MODEL"
+            ) from error
+        if self.device == "cuda":
+            model.half()  # fp16 on a GPU: twice the rate, and the vectors are normalised float32 in the end
+        return model
+
     @property
-    def model(self) -> SentenceTransformer:
+    def model(self) -> SentenceTransformer | OnnxEncoder:
         """The model, loaded on first access."""
         return self.load()
 
     @property
     def dimension(self) -> int:
         """Length of the vectors this model produces."""
-        return int(self.model.get_embedding_dimension())
+        model = self.model
+        if isinstance(model, OnnxEncoder):
+            return model.dimension
+        return int(model.get_embedding_dimension())
+
+    @functools.cached_property
+    def identity(self) -> ModelIdentity:
+        """The model's name, content digest and backend (without loading it): vectors are kept per identity."""
+        folder = Path(self.model_path)
+        if not folder.is_dir():
+            raise EmbeddingError(f"cannot load the embedding model {self.model_path!r} (no such folder); "
+                                 "set MEDRAG_EMBEDDING_MODEL")
+        # a packaged model sits in a folder called "model" inside its package: the package names it
+        name = folder.parent.name if folder.name == "model" else folder.name
+        return ModelIdentity(name=name, digest=model_content_digest(folder), backend=self.backend,
+                             export_format="" if self.backend == BACKEND_TORCH else EXPORT_FORMAT)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Vectors for texts, in their order: float32, L2-normalised, one row per text."""
         if not texts:
             return np.empty((0, self.dimension), dtype=np.float32)
+        model = self.model
+        if isinstance(model, OnnxEncoder):
+            return model.encode(texts, batch_size=self.batch_size)
         # Longest first, so each batch holds texts of similar length and pads little; the result is put back
         # in the caller's order below.
         order = sorted(range(len(texts)), key=lambda index: len(texts[index]), reverse=True)
-        vectors = self.model.encode(
+        vectors = model.encode(
             [texts[index] for index in order],
             batch_size=self.batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,
             show_progress_bar=False,
         )
-        restored = np.empty_like(vectors, dtype=np.float32)
+        restored = np.empty(vectors.shape, dtype=np.float32)
         restored[order] = vectors
         return restored
 
@@ -151,59 +288,73 @@ class EmbedStats:
     seconds_encode: float
     seconds_write: float  # overlaps the encoding: the stage's time is less than the two added up
     chunks_per_second: float
+    seconds_index: float = 0.0  # rebuilding vector graphs dropped for a bulk fill (deferred_indexes)
+    model: str = ""
 
 
-def _reuse_embedded(conn: psycopg.Connection[Any], shard: dict[str, int | None]) -> int:
+def _register_model(conn: psycopg.Connection[Any], embedder: DocumentEmbedder) -> int:
+    """The model's id in embedding_model (added on its first use), once its vectors are known to fit the column."""
+    dimension = embedder.dimension
+    column_dimension = conn.execute(_COLUMN_DIMENSION).fetchone()[0]
+    if column_dimension > 0 and column_dimension != dimension:
+        raise EmbeddingError(f"the model makes {dimension}-dimension vectors and chunk.embedding holds "
+                             f"{column_dimension}: a model of another size needs a migration of the vector column")
     with conn.transaction():
-        statement = _REUSE_BY_CONTENT_HASH.format(in_shard=_IN_SHARD.format(column="pending.content_hash"))
-        return conn.execute(statement, shard).rowcount
+        return conn.execute(_REGISTER_MODEL, {**dataclasses.asdict(embedder.identity), "dimension": dimension}
+                            ).fetchone()[0]
 
 
-def _timed_write(conn: psycopg.Connection[Any], hashes: list[str], vectors: np.ndarray, seconds: list[float]) -> int:
+def _reuse_embedded(conn: psycopg.Connection[Any], scope: dict[str, Any]) -> int:
+    with conn.transaction():
+        return conn.execute(_REUSE_BY_CONTENT_HASH.format(in_scope=_in_scope("pending.")), scope).rowcount
+
+
+def _timed_write(conn: psycopg.Connection[Any], hashes: list[str], vectors: np.ndarray, model_id: int,
+                 seconds: list[float]) -> int:
     started = time.perf_counter()
-    written = _write_batch(conn, hashes, vectors)
+    written = _write_batch(conn, hashes, vectors, model_id)
     seconds.append(time.perf_counter() - started)
     return written
 
 
-def _write_batch(conn: psycopg.Connection[Any], hashes: list[str], vectors: np.ndarray) -> int:
+def _write_batch(conn: psycopg.Connection[Any], hashes: list[str], vectors: np.ndarray, model_id: int) -> int:
     with conn.transaction(), conn.cursor() as cursor:
         cursor.execute(_CREATE_BATCH_TABLE)
         with cursor.copy(_COPY_BATCH) as copy:
             copy.set_types(["text", "vector"])
             for content_hash, vector in zip(hashes, vectors, strict=True):
                 copy.write_row((content_hash, vector))
-        return cursor.execute(_APPLY_BATCH).rowcount
+        return cursor.execute(_APPLY_BATCH, {"model": model_id}).rowcount
 
 
 def embed_pending(
     engine: Engine,
     embedder: DocumentEmbedder,
     *,
-    batch_size: int = 256,
-    progress: ProgressCallback | None = None,
+    batch_size: int = WINDOW_TEXTS,
     sources: list[str] | None = None,
     shard: int = 0,
     shards: int | None = None,
+    label: str = "embed",
 ) -> EmbedStats:
-    """Give every chunk without a vector one: reuse by content_hash first, then encode each new text once.
+    """Give every chunk without a vector of this model one: reuse by content_hash first, then encode each new text once.
 
-    With `shards`, only the texts of shard number `shard` (0-based): that many workers can run at once.
+    Texts are read in windows of `batch_size` (keyset on content_hash), each written and committed on its own, so
+    a run killed midway keeps what it wrote and the next run does only the rest. With `shards`, only the texts of
+    shard number `shard` (0-based): that many workers can run at once.
     """
     if shards is not None and not 0 <= shard < shards:
         raise EmbeddingError(f"shard {shard} is not one of 0..{shards - 1}")
-    in_shard = {"shard": shard, "shards": shards}
+    scope: dict[str, Any] = {"shard": shard, "shards": shards, "sources": sources}
     from pgvector.psycopg import register_vector
 
     # Private connections: registering pgvector's binary adapters on a pooled one would change what every later
-    # user of that pooled connection gets back for vector columns. Two of them: batch N's vectors are written (and
-    # indexed into HNSW, in the server's own process) on `writer` while batch N+1 is encoded here, so the stage
-    # runs close to the model's bare rate instead of adding the writes on top.
+    # user of that pooled connection gets back for vector columns. Two of them: window N's vectors are written on
+    # `writer` while window N+1 is encoded here, so the stage runs close to the model's bare rate.
     url = libpq_url(engine.url.render_as_string(hide_password=False))
-    seconds_encode = 0.0
+    seconds_encode = seconds_index = 0.0
     write_seconds: list[float] = []
-    embedded = done_texts = 0
-    started_stage = time.perf_counter()
+    embedded = 0
     with (psycopg.connect(url, autocommit=True) as conn, psycopg.connect(url, autocommit=True) as writer,
           ThreadPoolExecutor(max_workers=1, thread_name_prefix="medrag-embed-write") as background):
         try:
@@ -211,40 +362,118 @@ def embed_pending(
             register_vector(writer)
         except psycopg.ProgrammingError as error:
             raise EmbeddingError(f"the database has no pgvector type ({error}); run `medrag db migrate`") from error
-        reused = _reuse_embedded(conn, in_shard)
-        total_texts = conn.execute(_COUNT_PENDING_TEXTS, {"sources": sources, **in_shard}).fetchone()[0]
-        if total_texts:
-            embedder.load()  # outside the timed stage, so chunks_per_second measures embedding alone
-            started_stage = time.perf_counter()
-        after_hash = ""
-        writing: Future[int] | None = None
-        while rows := conn.execute(
-            _SELECT_PENDING_TEXTS, {"after": after_hash, "limit": batch_size, "sources": sources, **in_shard}
-        ).fetchall():
-            hashes = [content_hash for content_hash, _ in rows]
-            started = time.perf_counter()
-            vectors = embedder.encode([text for _, text in rows])
-            seconds_encode += time.perf_counter() - started
+        identity = embedder.identity
+        # 0 is no model's id: before its first use every chunk is pending for it
+        scope["model"] = _known_model_id(conn, identity) or 0
+        pending_rows = dict(conn.execute(_PENDING_ROWS_BY_SOURCE, scope).fetchall())
+        if not pending_rows:  # nothing to do: the model is never loaded
+            rebuild_deferred_indexes(conn)  # a graph an interrupted run left dropped
+            return EmbedStats(0, 0, 0.0, 0.0, 0.0, model=str(identity))
+        if not scope["model"]:  # its first vectors: registered once the model shows they fit the column
+            scope["model"] = _register_model(conn, embedder)
+        # shards run side by side: one would rebuild a graph while another still fills it
+        deferred = defer_indexes(conn, pending_rows) if shards is None else []
+        started_stage = time.perf_counter()
+        try:
+            reused = _reuse_embedded(conn, scope)
+            total_texts, pending_texts = conn.execute(_COUNT_TEXTS, scope).fetchone()
+            tracker = track(label, total=total_texts, unit="chunks", done=total_texts - pending_texts)
+            after_hash = ""
+            writing: Future[int] | None = None
+            while rows := conn.execute(_SELECT_PENDING_TEXTS, {**scope, "after": after_hash, "limit": batch_size}
+                                       ).fetchall():
+                hashes = [content_hash for content_hash, _ in rows]
+                started = time.perf_counter()
+                for part, vectors in _encode_window(embedder, [text for _, text in rows], tracker):
+                    seconds_encode += time.perf_counter() - started
+                    if writing is not None:
+                        embedded += writing.result()  # one write in flight at a time; its error surfaces here
+                    writing = background.submit(_timed_write, writer, [hashes[row] for row in part], vectors,
+                                                scope["model"], write_seconds)
+                    started = time.perf_counter()
+                after_hash = hashes[-1]  # keyset paging: rows being written have hashes <= this, never re-read
             if writing is not None:
-                embedded += writing.result()  # one write in flight at a time; its error surfaces here
-            writing = background.submit(_timed_write, writer, hashes, vectors, write_seconds)
-            after_hash = hashes[-1]  # keyset paging: rows being written have hashes <= this, never re-read
-            done_texts += len(rows)
-            if progress is not None:
-                progress(done_texts, max(done_texts, total_texts))
-        if writing is not None:
-            embedded += writing.result()
+                embedded += writing.result()
+            tracker.close()
+        except Exception:
+            # Put the graphs back if the database still answers; if not, the next stage does (their definitions
+            # stay in medrag_deferred_index). The error that stopped the stage is the one to report.
+            with contextlib.suppress(psycopg.Error):
+                rebuild_deferred_indexes(conn)
+            raise
+        started = time.perf_counter()
+        rebuild_deferred_indexes(conn)
+        seconds_index = time.perf_counter() - started if deferred else 0.0
         # The planner's statistics for chunk (and its partial/vector indexes) are stale after a bulk fill.
         conn.execute("ANALYZE chunk")
-    seconds_write = sum(write_seconds)
-    busy = time.perf_counter() - started_stage if embedded else 0.0
+        busy = time.perf_counter() - started_stage
     return EmbedStats(
         reused=reused,
         embedded=embedded,
         seconds_encode=seconds_encode,
-        seconds_write=seconds_write,
-        chunks_per_second=embedded / busy if busy > 0 else 0.0,
+        seconds_write=sum(write_seconds),
+        chunks_per_second=embedded / busy if embedded and busy > 0 else 0.0,
+        seconds_index=seconds_index,
+        model=str(identity),
     )
+
+
+def _encode_window(embedder: DocumentEmbedder, texts: list[str],
+                   tracker: Tracker) -> Iterator[tuple[list[int], np.ndarray]]:
+    """A window's vectors as they are made, about COMMIT_TEXTS at a time: (the texts' positions, their vectors)."""
+    model = embedder.model
+    if not isinstance(model, OnnxEncoder):
+        for start in range(0, len(texts), COMMIT_TEXTS):
+            part = list(range(start, min(start + COMMIT_TEXTS, len(texts))))
+            yield part, embedder.encode([texts[row] for row in part])
+            tracker.advance(len(part))
+        return
+    rows: list[int] = []
+    vectors: list[np.ndarray] = []
+    for batch in model.batches(model.tokenize(texts), embedder.batch_size):
+        rows += batch.rows
+        vectors.append(model.run(batch))
+        tracker.advance(len(batch.rows))
+        if len(rows) >= COMMIT_TEXTS:
+            yield rows, np.concatenate(vectors)
+            rows, vectors = [], []
+    if rows:
+        yield rows, np.concatenate(vectors)
+
+
+def _known_model_id(conn: psycopg.Connection[Any], identity: ModelIdentity) -> int | None:
+    """The id this model and backend were registered under, if any vector was ever made by them."""
+    row = conn.execute(_FIND_MODEL, dataclasses.asdict(identity)).fetchone()
+    return None if row is None else row[0]
+
+
+def defer_indexes(conn: psycopg.Connection[Any], pending_rows: dict[str, int]) -> list[str]:
+    """Drop the vector graphs a bulk fill would at least double, recording how to build each again; their names."""
+    with_vectors = dict(conn.execute(_ROWS_WITH_VECTORS).fetchall())
+    deferred = []
+    for name, definition, predicate in conn.execute(_VECTOR_INDEXES).fetchall():
+        match = _SOURCE_PREDICATE.match(predicate or "")
+        pending = pending_rows.get(match.group(1), 0) if match else sum(pending_rows.values())
+        indexed = with_vectors.get(match.group(1), 0) if match else sum(with_vectors.values())
+        if pending >= DEFER_INDEX_MIN_ROWS and pending >= indexed:
+            with conn.transaction():
+                conn.execute("INSERT INTO medrag_deferred_index (name, definition) VALUES (%s, %s) "
+                             "ON CONFLICT (name) DO UPDATE SET definition = EXCLUDED.definition", (name, definition))
+                conn.execute(f'DROP INDEX IF EXISTS "{name}"')
+            deferred.append(name)
+    return deferred
+
+
+def rebuild_deferred_indexes(conn: psycopg.Connection[Any]) -> list[str]:
+    """Build every vector graph a fill dropped (this run's, or one a killed run left), then forget it; their names."""
+    rebuilt = []
+    for name, definition in conn.execute("SELECT name, definition FROM medrag_deferred_index ORDER BY name"
+                                         ).fetchall():
+        with conn.transaction():
+            conn.execute(definition.replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1))
+            conn.execute("DELETE FROM medrag_deferred_index WHERE name = %s", (name,))
+        rebuilt.append(name)
+    return rebuilt
 
 
 def combine_stats(parts: list[EmbedStats]) -> EmbedStats:
@@ -255,4 +484,6 @@ def combine_stats(parts: list[EmbedStats]) -> EmbedStats:
         seconds_encode=sum(part.seconds_encode for part in parts),
         seconds_write=sum(part.seconds_write for part in parts),
         chunks_per_second=sum(part.chunks_per_second for part in parts),
+        seconds_index=sum(part.seconds_index for part in parts),
+        model=next((part.model for part in parts if part.model), ""),
     )

@@ -9,7 +9,11 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 from sqlalchemy import Connection
 
+from medrag.core import progress
+
 Columns = Sequence[tuple[str, str]]
+# Rows between two advances of the load's progress tracker (an advance per row would cost more than the row).
+PROGRESS_ROWS = 5000
 
 
 def dbapi_connection(conn: Connection) -> Any:
@@ -45,6 +49,9 @@ def copy_rows(
             ]
             copy.write_row(fixed + values)
             count += 1
+            if count % PROGRESS_ROWS == 0:
+                progress.count(PROGRESS_ROWS)
+    progress.count(count % PROGRESS_ROWS)
     return count
 
 

@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 import httpx
 from sqlalchemy import Engine
 
+from medrag.core import progress
 from medrag.core.config import Settings
 from medrag.core.errors import MedragError
 from medrag.ingest.fetch import FetchRecord, fetch, get_text
@@ -175,10 +176,12 @@ def load_fetched(
     workdir = Path(tempfile.mkdtemp(dir=scratch))
     try:
         manifest = Manifest(fetched.source, fetched.label, fetched.records).to_dict()
-        return load_release(
-            engine, fetched.source, fetched.label, source.tables, fetched.records,
-            lambda conn, release_id: source.load(conn, release_id, [Path(r.path) for r in fetched.records], workdir),
-            manifest,
-        )
+        with progress.counting(progress.track(f"{fetched.source} {fetched.label}: load", unit="rows")):
+            return load_release(
+                engine, fetched.source, fetched.label, source.tables, fetched.records,
+                lambda conn, release_id: source.load(conn, release_id, [Path(r.path) for r in fetched.records],
+                                                     workdir),
+                manifest,
+            )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
