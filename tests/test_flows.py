@@ -211,6 +211,25 @@ def test_first_run_loads_chunks_and_embeds_every_source(first_run, engine) -> No
     assert set(mcd["seconds"]) == {"download", "load", "documents", "embed"}
 
 
+def test_the_flow_run_log_carries_each_stages_progress(first_run) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName, LogFilter, LogFilterFlowRunId
+    from prefect.client.schemas.sorting import FlowRunSort
+    from prefect.logging.handlers import APILogHandler
+
+    APILogHandler().flush()  # run logs reach the API in the background; wait for them
+    with get_client(sync_client=True) as client:
+        first = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=["refresh-hcpcs"])),
+                                      sort=FlowRunSort.START_TIME_ASC, limit=1)
+        logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[first[0].id])))
+    messages = [log.message for log in logs]
+    # what the Prefect UI shows for the run: the same count / rate lines the CLI prints on a pipe
+    assert any(m.startswith(f"hcpcs: documents: {HCPCS_RECORDS}/{HCPCS_RECORDS} documents (100%), ")
+               for m in messages), messages
+    assert any(m.startswith("hcpcs 2019: load: ") and " rows, " in m for m in messages), messages
+    assert any(m.startswith("hcpcs: embed (shard ") and "(100%)" in m for m in messages), messages
+
+
 def test_embedding_ran_as_one_mapped_task_per_shard(first_run) -> None:
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterName
