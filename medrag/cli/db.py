@@ -8,8 +8,8 @@ import sys
 import click
 
 from medrag.core import migrate
-from medrag.core.config import load_settings
-from medrag.core.db import database_url, embedded_server, libpq_url
+from medrag.core.config import Settings, load_settings
+from medrag.core.db import database_url, embedded_server, get_engine, libpq_url
 from medrag.core.embedded_pg import bin_dir
 from medrag.core.errors import MedragError
 
@@ -66,6 +66,19 @@ def db_status() -> None:
         pending = migrate.pending_scripts(url)
         scripts = f"{', '.join(pending)} changed: needs `medrag db migrate`" if pending else "up to date"
         click.echo(f"analyst SQL scripts: {scripts}")
+        click.echo(f"vectors: {_vector_line(settings, url)}")
+
+
+def _vector_line(settings: Settings, url: str) -> str:
+    """Chunks with a vector of the configured model and backend, and what the next refresh would embed."""
+    from medrag.index.embedding import DocumentEmbedder, EmbeddingError, vector_status
+
+    try:
+        status = vector_status(get_engine(url=url), DocumentEmbedder.for_settings(settings))
+    except EmbeddingError as error:
+        return str(error)
+    line = f"{status.current:,} of {status.chunks:,} chunks embedded by {status.model}"
+    return line + (f"; {status.pending:,} pending: the next refresh embeds them" if status.pending else "")
 
 
 @db_group.command("url")

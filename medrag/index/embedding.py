@@ -447,6 +447,31 @@ def _known_model_id(conn: psycopg.Connection[Any], identity: ModelIdentity) -> i
     return None if row is None else row[0]
 
 
+@dataclass(frozen=True)
+class VectorStatus:
+    """How many chunks have a vector of the configured model and backend, and how many the next refresh embeds."""
+
+    chunks: int
+    current: int
+    model: str
+
+    @property
+    def pending(self) -> int:
+        """Chunks without a vector of the configured model (none, another model's, or one of unknown make)."""
+        return self.chunks - self.current
+
+
+def vector_status(engine: Engine, embedder: DocumentEmbedder) -> VectorStatus:
+    """Chunks, and chunks whose vector the configured model and backend made (without loading the model)."""
+    identity = embedder.identity
+    with psycopg.connect(libpq_url(engine.url.render_as_string(hide_password=False))) as conn:
+        model = _known_model_id(conn, identity) or 0
+        chunks, current = conn.execute(
+            "SELECT count(*), count(*) FILTER (WHERE embedding IS NOT NULL AND embedding_model_id = %(model)s) "
+            "FROM chunk", {"model": model}).fetchone()
+    return VectorStatus(chunks=chunks, current=current, model=str(identity))
+
+
 def defer_indexes(conn: psycopg.Connection[Any], pending_rows: dict[str, int]) -> list[str]:
     """Drop the vector graphs a bulk fill would at least double, recording how to build each again; their names."""
     with_vectors = dict(conn.execute(_ROWS_WITH_VECTORS).fetchall())
