@@ -13,7 +13,7 @@ from medrag.core.config import load_settings
 from medrag.core.db import get_engine
 from medrag.core.progress import LineSink, reporting
 from medrag.index.embedding import DocumentEmbedder, EmbeddingError, EmbedStats, embed_pending
-from medrag.index.onnx_model import BACKEND_TORCH
+from medrag.index.onnx_model import BACKEND_ONNX, BACKEND_TORCH
 from medrag.sources.mcd.release import ncd_documents, read_mcd_csv
 
 NCD_TRKG = Path("mcd/ncd/ncd_csv/ncd_trkg.csv")
@@ -221,6 +221,15 @@ def test_shards_split_the_pending_texts_between_workers(
 def test_a_missing_model_folder_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(EmbeddingError, match="MEDRAG_EMBEDDING_MODEL"):
         DocumentEmbedder(str(tmp_path / "no-such-model"), device="cpu").load()
+
+
+def test_an_onnx_export_that_cannot_be_written_is_a_user_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the export cache would go")
+    embedder = DocumentEmbedder(load_settings().embedding_model, backend=BACKEND_ONNX, cache_dir=blocker / "cache")
+    with pytest.raises(EmbeddingError, match=r"^no ONNX export of the embedding model \(.*\); "
+                                             r"set MEDRAG_EMBEDDING_BACKEND=torch$"):
+        embedder.load()
 
 
 def test_a_database_without_pgvector_is_a_user_error(empty_db_url: str) -> None:

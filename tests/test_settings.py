@@ -17,7 +17,8 @@ from medrag.core.config import SettingsError, load_settings
         ("MEDRAG_HTTP_TIMEOUT", "abc", "MEDRAG_HTTP_TIMEOUT must be a number, got 'abc'"),
         ("MEDRAG_HTTP_RETRIES", "2.5", "MEDRAG_HTTP_RETRIES must be a whole number, got '2.5'"),
         ("MEDRAG_SOURCE", "bogus", "MEDRAG_SOURCE must be 'cms' or 'mirror:URL_OR_PATH', got 'bogus'"),
-        ("MEDRAG_EMBEDDING_BACKEND", "fp8", "MEDRAG_EMBEDDING_BACKEND must be one of onnx-int8, onnx, torch, got 'fp8'"),
+        ("MEDRAG_EMBEDDING_BACKEND", "fp8",
+         "MEDRAG_EMBEDDING_BACKEND must be one of onnx-int8, onnx, torch, got 'fp8'"),
     ],
 )
 def test_a_bad_setting_is_one_line_and_exit_2(tmp_path, variable: str, value: str, message: str) -> None:

@@ -202,17 +202,24 @@ class DocumentEmbedder:
         """Load the model from model_path now (once), without touching the network, and return it."""
         with self._loading:
             if self._model is None:
-                if not Path(self.model_path).is_dir():
-                    raise EmbeddingError(f"cannot load the embedding model {self.model_path!r} (no such folder); "
-                                         "set MEDRAG_EMBEDDING_MODEL")
+                self._folder()
                 self._model = self._load_torch() if self.backend == BACKEND_TORCH else self._load_onnx()
         return self._model
+
+    def _folder(self) -> Path:
+        folder = Path(self.model_path)
+        if not folder.is_dir():
+            raise EmbeddingError(f"cannot load the embedding model {self.model_path!r} (no such folder); "
+                                 "set MEDRAG_EMBEDDING_MODEL")
+        return folder
 
     def _load_onnx(self) -> OnnxEncoder:
         try:
             onnx_path = export_onnx(self.model_path, self.cache_dir, int8=self.backend == BACKEND_ONNX_INT8)
-        except OnnxModelError as error:
-            raise EmbeddingError(f"{error}; set MEDRAG_EMBEDDING_BACKEND=torch") from error
+        except (OnnxModelError, OSError) as error:  # an unsupported pipeline, or a cache folder it cannot write
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise EmbeddingError(f"no ONNX export of the embedding model ({reason}); "
+                                 "set MEDRAG_EMBEDDING_BACKEND=torch") from error
         return OnnxEncoder(self.model_path, onnx_path, threads=os.cpu_count())
 
     def _load_torch(self) -> SentenceTransformer:
@@ -248,10 +255,7 @@ class DocumentEmbedder:
     @functools.cached_property
     def identity(self) -> ModelIdentity:
         """The model's name, content digest and backend (without loading it): vectors are kept per identity."""
-        folder = Path(self.model_path)
-        if not folder.is_dir():
-            raise EmbeddingError(f"cannot load the embedding model {self.model_path!r} (no such folder); "
-                                 "set MEDRAG_EMBEDDING_MODEL")
+        folder = self._folder()
         # a packaged model sits in a folder called "model" inside its package: the package names it
         name = folder.parent.name if folder.name == "model" else folder.name
         return ModelIdentity(name=name, digest=model_content_digest(folder), backend=self.backend,
