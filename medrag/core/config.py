@@ -22,8 +22,8 @@ def _default_home() -> Path:
 
 # How chunk and query vectors are computed (medrag.index.onnx_model): the model's ONNX export quantised to int8,
 # the float export, or sentence-transformers on torch. The backend is recorded with every vector; changing it
-# re-embeds. int8 is the default because it keeps the evaluation figures at 2.2x the float export's rate
-# (docs/performance.md).
+# re-embeds. int8 is the default for its speed (about twice the float export's rate on two cores); what it costs
+# in accuracy and evaluation figures is in docs/architecture.md#the-embedding-stage and docs/results.md.
 EMBEDDING_BACKENDS = ("onnx-int8", "onnx", "torch")
 DEFAULT_EMBEDDING_BACKEND = "onnx-int8"
 

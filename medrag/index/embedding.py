@@ -27,11 +27,11 @@ from medrag.core.progress import Tracker, track
 from medrag.index.onnx_model import (
     BACKEND_ONNX_INT8,
     BACKEND_TORCH,
-    BACKENDS,
     DEFAULT_BACKEND,
     EXPORT_FORMAT,
     OnnxEncoder,
     OnnxModelError,
+    check_backend,
     export_onnx,
     model_content_digest,
 )
@@ -167,8 +167,7 @@ class DocumentEmbedder:
 
     def __init__(self, model_path: str, *, backend: str = DEFAULT_BACKEND, cache_dir: str | Path | None = None,
                  device: str | None = None, batch_size: int = 64) -> None:
-        if backend not in BACKENDS:
-            raise EmbeddingError(f"unknown embedding backend {backend!r}: choose one of {', '.join(BACKENDS)}")
+        check_backend(backend, EmbeddingError)
         self.model_path = str(model_path)
         self.backend = backend
         self.cache_dir = Path(cache_dir) if cache_dir is not None else Path(tempfile.gettempdir()) / "medrag-models"

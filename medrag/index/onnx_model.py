@@ -25,8 +25,6 @@ import numpy as np
 from medrag.core.config import DEFAULT_EMBEDDING_BACKEND, EMBEDDING_BACKENDS
 from medrag.core.errors import MedragError
 
-DEFAULT_BACKEND = DEFAULT_EMBEDDING_BACKEND
-
 if TYPE_CHECKING:
     import onnxruntime
     from tokenizers import Encoding, Tokenizer
@@ -48,10 +46,17 @@ INT8_KEEP_FLOAT = re.compile(r"/layer\.0/output/dense/")
 
 BACKEND_ONNX_INT8, BACKEND_ONNX, BACKEND_TORCH = EMBEDDING_BACKENDS
 BACKENDS = EMBEDDING_BACKENDS
+DEFAULT_BACKEND = DEFAULT_EMBEDDING_BACKEND
 
 
 class OnnxModelError(MedragError):
     """The model cannot be run through ONNX (unsupported pipeline, or the export failed)."""
+
+
+def check_backend(backend: str, error: type[MedragError]) -> None:
+    """Raise `error` naming the choices when backend is not one of BACKENDS."""
+    if backend not in BACKENDS:
+        raise error(f"unknown embedding backend {backend!r}: choose one of {', '.join(BACKENDS)}")
 
 
 @dataclass(frozen=True)

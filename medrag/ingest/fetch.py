@@ -305,9 +305,9 @@ def _stream_to_file(
     _reject_declared_oversize(url, response, max_bytes)
     name = _file_name(response.headers.get("Content-Disposition"), str(response.url), url)
     target = dest_dir / name
-    with progress.track(f"download {name}", total=_content_length(response), unit="bytes") as tracker:
-        sha256, size = _write_part(url, response.iter_bytes(CHUNK_SIZE), target, max_bytes,
-                                   check_complete=lambda: _check_complete(url, response), tracker=tracker)
+    sha256, size = _write_part(url, response.iter_bytes(CHUNK_SIZE), target, max_bytes,
+                               check_complete=lambda: _check_complete(url, response),
+                               expected_size=_content_length(response))
     return _finish(
         url=url, final_url=str(response.url), target=target, sha256=sha256, size=size, previous=previous,
         etag=response.headers.get("ETag"), last_modified=response.headers.get("Last-Modified"),
@@ -321,14 +321,15 @@ def _write_part(
     target: Path,
     max_bytes: int,
     check_complete: Callable[[], None] = lambda: None,
-    tracker: progress.Tracker | None = None,
+    expected_size: int | None = None,
 ) -> tuple[str, int]:
-    """Write chunks to `<target>.part` with SHA-256 and a size cap; the .part is removed on any failure."""
+    """Write chunks to `<target>.part` with SHA-256, a size cap and progress; the .part is removed on any failure."""
     part = target.with_name(target.name + ".part")
     digest = hashlib.sha256()
     size = 0
     try:
-        with part.open("wb") as out:
+        with part.open("wb") as out, progress.track(f"download {target.name}", total=expected_size,
+                                                    unit="bytes") as tracker:
             for chunk in chunks:
                 size += len(chunk)
                 if size > max_bytes:
@@ -337,8 +338,7 @@ def _write_part(
                     )
                 digest.update(chunk)
                 out.write(chunk)
-                if tracker is not None:
-                    tracker.advance(len(chunk))
+                tracker.advance(len(chunk))
             check_complete()
             out.flush()
             os.fsync(out.fileno())
@@ -465,9 +465,9 @@ def _fetch_file_url(url: str, dest_dir: Path, previous: FetchRecord | None, max_
     target = dest_dir / _file_name(None, url, url)
     if target.exists() and target.resolve() == source_path.resolve():
         raise DownloadError(f"{url}: source and destination are the same file ({target})", url=url)
-    with (_open_local(url, source_path) as source,
-          progress.track(f"download {target.name}", total=source_path.stat().st_size, unit="bytes") as tracker):
-        sha256, size = _write_part(url, _iter_file(source), target, max_bytes, tracker=tracker)
+    with _open_local(url, source_path) as source:
+        sha256, size = _write_part(url, _iter_file(source), target, max_bytes,
+                                   expected_size=source_path.stat().st_size)
     modified = email.utils.formatdate(source_path.stat().st_mtime, usegmt=True)
     return _finish(
         url=url, final_url=url, target=target, sha256=sha256, size=size, previous=previous,

@@ -20,8 +20,8 @@ from medrag.index.onnx_model import (
     BACKEND_ONNX,
     BACKEND_ONNX_INT8,
     BACKEND_TORCH,
-    BACKENDS,
     OnnxEncoder,
+    check_backend,
     export_onnx,
     onnx_path_for,
 )
@@ -88,8 +88,7 @@ class QueryEmbedder:
 
         When the ONNX path cannot be used, sentence-transformers (torch) gives the same float vectors, slower.
         """
-        if backend not in BACKENDS:
-            raise QueryEmbeddingError(f"unknown embedding backend {backend!r}: choose one of {', '.join(BACKENDS)}")
+        check_backend(backend, QueryEmbeddingError)
         model_path = Path(model_path)
         if backend != BACKEND_TORCH:
             try:
