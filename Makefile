@@ -20,7 +20,7 @@ else
   RUN_SOURCE := $(MEDRAG_SOURCE)
 endif
 
-.PHONY: run test test-unit install db lint clean-db
+.PHONY: run test test-unit test-browser install db lint clean-db serve
 
 # torch first, and its CPU build: the default wheel of PyPI pulls GBs of CUDA libraries. It comes from PyTorch's CPU
 # index; an offline machine names its own copy instead (TORCH_INDEX_URL=file:///path/to/simple, or a wheel folder
@@ -48,8 +48,24 @@ run: db
 lint: install
 	$(BIN)/ruff check .
 
+# The page's browser tests need Debian's chromium (apt-get install chromium chromium-driver; .ci/run installs it):
+# where it is missing they are left out, and said so, never counted as passed.
+CHROMIUM ?= /usr/bin/chromium
+ifeq ($(wildcard $(CHROMIUM)),)
+  BROWSER_SELECTION := -m "not browser"
+endif
+
 test: db lint
-	$(BIN)/pytest
+	@if [ -n '$(BROWSER_SELECTION)' ]; then echo "make test: browser tests left out: $(CHROMIUM) not found (apt-get install chromium chromium-driver; then make test-browser)"; fi
+	$(BIN)/pytest $(BROWSER_SELECTION)
+
+# The coders' page in headless chromium, alone.
+test-browser: db
+	$(BIN)/pytest -m browser
+
+# The HTTP API and the page on http://127.0.0.1:8080/ (the database the main job filled).
+serve: db
+	$(BIN)/medrag serve
 
 # The tests that need neither a database nor the corpus (seconds): `make test` runs them too.
 test-unit: install

@@ -194,6 +194,34 @@ def render_bench_ingest(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def render_bench_serve(report: dict[str, Any]) -> list[str]:
+    """benchmarks/serve.py: concurrent clients against `medrag serve`, and the CLI subprocess path."""
+    machine = report.get("machine") or {}
+    goal = report.get("goal") or {}
+    lines = [f"{cell(machine.get('cpus'))} CPUs (server and clients on the same machine), "
+             f"{cell(report.get('seconds_per_run'))} s per run, mix {cell(report.get('mix'))}; clients send their "
+             "next request as soon as the last one answered.", ""]
+    routes = list((report.get("mix") or {}).keys())
+    runs = [*need(report, "runs"), {**(report.get("search_only_8_clients") or {}), "clients": "8, search only"}]
+    rows = []
+    for run in runs:
+        row = [run.get("clients"), run.get("requests_per_s"), run.get("errors")]
+        for route in routes:
+            figures = (run.get("routes") or {}).get(route) or {}
+            row += [figures.get("p50_ms"), figures.get("p95_ms")]
+        rows.append(row)
+    lines += table(["clients", "requests/s", "errors", *[f"{route} {p} ms" for route in routes
+                                                         for p in ("p50", "p95")]], rows)
+    cli = report.get("cli_subprocess") or {}
+    ratios = report.get("cli_over_api_p50") or {}
+    lines += table(["route", "CLI subprocess p50 ms", "CLI p95 ms", "CLI p50 / one API client p50"],
+                   [[route, figures.get("p50_ms"), figures.get("p95_ms"), ratios.get(route)]
+                    for route, figures in cli.items()])
+    lines += [f"Goal: `/search` p95 <= {cell(goal.get('search_p95_ms_at_8_clients'))} ms at 8 clients. Measured: "
+              f"{cell(goal.get('mixed'))} ms in the mix, {cell(goal.get('search_only'))} ms with search only.", ""]
+    return lines
+
+
 def render_other(report: Any) -> list[str]:
     """Any other result file: its values, flattened."""
     return table(["key", "value"], [[key or "(value)", value] for key, value in flatten(report)])
@@ -227,6 +255,8 @@ KINDS = (
     Kind("bench_codes.json", "Code finder benchmark",
          "python benchmarks/codes.py; cp benchmarks/results/codes.json docs/results/bench_codes.json",
          render_bench_codes),
+    Kind("bench_serve.json", "API benchmark", "python benchmarks/serve.py --out docs/results/bench_serve.json",
+         render_bench_serve),
 )
 META = "meta.json"
 

@@ -95,7 +95,7 @@ def test_home_oxygen_answer_cites_ncd_240_2_with_sentences_quoted_from_the_cited
     assert re.search(r"\[\d+\]", result.answer)
     payload = result.as_json()
     assert set(payload) >= {"question", "answer", "citations", "refused", "refusal_reason", "hits", "timings_ms"}
-    assert {"n", "source", "key", "title", "url", "release"} == set(payload["citations"][0])
+    assert {"n", "source", "key", "title", "url", "release", "authority"} == set(payload["citations"][0])
     assert {"retrieval", "generation", "validation", "total"} <= set(payload["timings_ms"])
     row = _log_row(indexed_engine, result.log_id)
     assert row["command"] == "ask" and row["question"] == OXYGEN and row["refused"] is False

@@ -18,7 +18,8 @@ def load_compose() -> dict:
 
 def test_compose_names_the_services() -> None:
     services = load_compose()["services"]
-    assert set(services) == {"postgres", "prefect-server", "prefect-worker", "vllm", "dask-scheduler", "dask-worker"}
+    assert set(services) == {"postgres", "prefect-server", "prefect-worker", "vllm", "dask-scheduler", "dask-worker",
+                             "medrag-api"}
     # the Dask scale-out is opt-in (profile "scale") and runs the worker's own image: code and model
     for name in ("dask-scheduler", "dask-worker"):
         assert services[name]["profiles"] == ["scale"]
@@ -30,6 +31,22 @@ def test_compose_names_the_services() -> None:
     gpu = services["vllm"]["deploy"]["resources"]["reservations"]["devices"][0]
     assert gpu["driver"] == "nvidia" and "gpu" in gpu["capabilities"]
     assert "${VLLM_MODEL" in " ".join(services["vllm"]["command"])
+
+
+def test_the_api_service_serves_on_health_checked_dependencies() -> None:
+    services = load_compose()["services"]
+    api = services["medrag-api"]
+    assert api["image"] == services["prefect-worker"]["image"]
+    assert "medrag serve --host 0.0.0.0 --port 8080" in " ".join(api["command"])
+    assert "/health" in " ".join(api["healthcheck"]["test"])
+    assert api["depends_on"] == {"postgres": {"condition": "service_healthy"}}
+    assert {"DATABASE_URL", "MEDRAG_API_TOKEN", "MEDRAG_API_RATE", "VLLM_BASE_URL"} <= set(api["environment"])
+    for name in ("prefect-server", "vllm", "medrag-api", "postgres"):
+        assert services[name]["healthcheck"]["test"], name
+    assert services["prefect-worker"]["depends_on"]["prefect-server"] == {"condition": "service_healthy"}
+    # the vLLM image is pinned (a tag, never latest)
+    tag = services["vllm"]["image"].split(":", 1)[1]
+    assert "latest" not in tag and re.search(r"v\d+\.\d+", tag)
 
 
 def test_worker_gets_every_connection_variable_the_code_reads() -> None:

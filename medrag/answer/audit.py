@@ -34,6 +34,8 @@ class AuditRecord:
     refusal_reason: str | None = None
     validation: dict[str, Any] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    route: str | None = None
+    client: str | None = None
 
 
 def question_hash(question: str) -> str:
@@ -42,10 +44,10 @@ def question_hash(question: str) -> str:
 
 
 _INSERT = text("""
-    INSERT INTO query_log (command, question, question_hash, filters, retrieved, threshold, accepted, rejected,
-                           model, refused, refusal_reason, validation, timings_ms)
-    VALUES (:command, :question, :question_hash, CAST(:filters AS jsonb), CAST(:retrieved AS jsonb), :threshold,
-            CAST(:accepted AS jsonb), CAST(:rejected AS jsonb), :model, :refused, :refusal_reason,
+    INSERT INTO query_log (command, route, client, question, question_hash, filters, retrieved, threshold, accepted,
+                           rejected, model, refused, refusal_reason, validation, timings_ms)
+    VALUES (:command, :route, :client, :question, :question_hash, CAST(:filters AS jsonb), CAST(:retrieved AS jsonb),
+            :threshold, CAST(:accepted AS jsonb), CAST(:rejected AS jsonb), :model, :refused, :refusal_reason,
             CAST(:validation AS jsonb), CAST(:timings_ms AS jsonb))
     RETURNING id
 """)
@@ -56,7 +58,7 @@ def write_log(engine: Engine, record: AuditRecord, *, mode: str) -> int:
     if mode not in LOG_MODES:
         raise AuditConfigError(f"MEDRAG_LOG_QUERIES must be one of {', '.join(LOG_MODES)}, not {mode!r}")
     params = {
-        "command": record.command,
+        "command": record.command, "route": record.route, "client": record.client,
         "question": record.question if mode == "full" else None,
         "question_hash": question_hash(record.question),
         "threshold": record.threshold, "model": record.model, "refused": record.refused,
@@ -69,8 +71,8 @@ def write_log(engine: Engine, record: AuditRecord, *, mode: str) -> int:
 
 
 _TAIL = text("""
-    SELECT id, created_at, command, question, question_hash, filters, retrieved, threshold, accepted, rejected,
-           model, refused, refusal_reason, validation, timings_ms
+    SELECT id, created_at, command, route, client, question, question_hash, filters, retrieved, threshold, accepted,
+           rejected, model, refused, refusal_reason, validation, timings_ms
     FROM query_log ORDER BY id DESC LIMIT :n
 """)
 

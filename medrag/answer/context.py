@@ -121,7 +121,7 @@ class ContextSource:
         """The `citations` item of `medrag ask --json`."""
         hit = self.evidence.hit
         return {"n": self.n, "source": self.source, "key": self.key, "title": hit.title, "url": hit.url,
-                "release": hit.release}
+                "release": hit.release, "authority": self.authority}
 
 
 def withhold_instructions(body: str) -> tuple[str, int]:

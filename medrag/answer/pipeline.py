@@ -158,8 +158,13 @@ def ask(
     stream: bool = False,
     on_sentence: Callable[[SentenceCheck], None] | None = None,
     command: str = "ask",
+    route: str | None = None,
+    client_address: str | None = None,
 ) -> AskResult:
-    """Answer a question from the corpus with cited, validated sentences (or refuse), and audit it."""
+    """Answer a question from the corpus with cited, validated sentences (or refuse), and audit it.
+
+    route and client_address name the HTTP route and caller when the question came through `medrag serve`.
+    """
     clock = _Clock()
     filters = filters or SearchFilters()
     chosen = choose_backend(backend, settings)
@@ -167,7 +172,8 @@ def ask(
         checked = check_question(question)
     except InvalidQuestion as error:
         write_log(engine, AuditRecord(command, question or "", filters.as_json(), refused=True,
-                                      refusal_reason=f"{INVALID_INPUT}: {error}"), mode=settings.log_queries)
+                                      refusal_reason=f"{INVALID_INPUT}: {error}", route=route,
+                                      client=client_address), mode=settings.log_queries)
         raise
     clock.lap("checks")
     own_client = client is None and chosen == "vllm"
@@ -190,7 +196,7 @@ def ask(
                     "degraded_reason": result.degraded_reason, "query": result.query.query,
                     "rewrite": result.query.method, "rewrite_note": result.query.note,
                     "withheld_instructions": sum(source.withheld for source in result.sources)},
-        timings_ms=clock.total(),
+        timings_ms=clock.total(), route=route, client=client_address,
     )
     result.log_id = write_log(engine, record, mode=settings.log_queries)
     clock.lap("audit")

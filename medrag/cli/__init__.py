@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from medrag.core.errors import MedragError
+from medrag.core.errors import MedragError, unreachable_message
 
 USAGE_ERROR = 2
 
@@ -24,8 +24,7 @@ class MedragGroup(click.Group):
             click.echo(f"medrag: error: {exc}", err=True)
             sys.exit(USAGE_ERROR)
         except OperationalError as exc:
-            reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc).splitlines()[0]
-            click.echo(f"medrag: error: database unreachable: {reason}", err=True)
+            click.echo(f"medrag: error: {unreachable_message(exc)}", err=True)
             sys.exit(USAGE_ERROR)
 
 
@@ -50,9 +49,10 @@ def _register() -> None:
     from medrag.cli import ingest as ingest_commands
     from medrag.cli import mirror as mirror_commands
     from medrag.cli import retrieval as retrieval_commands
+    from medrag.cli import serve as serve_commands
 
     for module in (db_commands, ingest_commands, mirror_commands, retrieval_commands, flows_commands,
-                   evaluate_commands, ask_commands, codes_commands):
+                   evaluate_commands, ask_commands, codes_commands, serve_commands):
         for command in module.COMMANDS:
             main.add_command(command)
 

@@ -128,7 +128,8 @@ def log_tail(n: int, as_json: bool) -> None:
             verdict += ", degraded"
         total = (row["timings_ms"] or {}).get("total")
         accepted = len(row["accepted"] or [])
-        click.echo(f"#{row['id']} {row['created_at']:%Y-%m-%d %H:%M:%S} {row['command']} [{row['model'] or '-'}] "
+        via = f" via {row['route']} from {row['client']}" if row.get("route") else ""
+        click.echo(f"#{row['id']} {row['created_at']:%Y-%m-%d %H:%M:%S} {row['command']}{via} [{row['model'] or '-'}] "
                    f"{verdict}; {accepted}/{len(row['retrieved'] or [])} chunks accepted"
                    f"{f'; {total:.0f} ms' if total is not None else ''}")
         click.echo(f"    {textwrap.shorten(question, width=110, placeholder=' ...')}")

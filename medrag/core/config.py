@@ -96,6 +96,10 @@ class Settings:
     embed_shards: int = 1
     dask_address: str | None = None
     embedding_backend: str = DEFAULT_EMBEDDING_BACKEND
+    # `medrag serve`: a bearer token every route but /health needs (none: open), requests per minute per client
+    # (0: no limit).
+    api_token: str | None = None
+    api_rate: int = 0
 
     @property
     def pg_dir(self) -> Path:
@@ -163,4 +167,13 @@ def load_settings() -> Settings:
         query_rewrite=os.environ.get("MEDRAG_QUERY_REWRITE") or "expand",
         embed_shards=max(1, _env_int("MEDRAG_EMBED_SHARDS", 1)),
         dask_address=os.environ.get("MEDRAG_DASK_ADDRESS") or None,
+        api_token=os.environ.get("MEDRAG_API_TOKEN") or None,
+        api_rate=_env_rate("MEDRAG_API_RATE"),
     )
+
+
+def _env_rate(name: str) -> int:
+    rate = _env_int(name, 0)
+    if rate < 0:
+        raise SettingsError(f"{name} must be 0 (no limit) or a number of requests per minute, got {rate}")
+    return rate

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
@@ -55,15 +57,31 @@ def alembic_config(url: str) -> Config:
     return config
 
 
+# Two processes that start together (the compose worker and API) migrate one at a time.
+MIGRATION_LOCK_KEY = 0x6D656472  # "medr"
+
+
+@contextmanager
+def migration_lock(url: str) -> Iterator[None]:
+    """Hold a session advisory lock while migrating, so concurrent upgrades of one database run one after another."""
+    with psycopg.connect(libpq_url(url), autocommit=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
+        try:
+            yield
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))
+
+
 def upgrade(url: str, revision: str = "head") -> tuple[str, ...]:
     """Upgrade the database to `revision` (head by default); at head, apply the repeatable scripts if one changed.
 
     Returns the names of the scripts it ran (none when they were all applied as they are).
     """
-    command.upgrade(alembic_config(url), revision)
-    if current_revision(url) != head_revision():
-        return ()
-    return apply_scripts(url)
+    with migration_lock(url):
+        command.upgrade(alembic_config(url), revision)
+        if current_revision(url) != head_revision():
+            return ()
+        return apply_scripts(url)
 
 
 def downgrade(url: str, revision: str = "base") -> None:

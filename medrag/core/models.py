@@ -192,6 +192,9 @@ class QueryLog(Base):
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     command: Mapped[str] = mapped_column(Text)
+    # The HTTP route ("POST /ask") and the client address when the question came through `medrag serve`.
+    route: Mapped[str | None] = mapped_column(Text)
+    client: Mapped[str | None] = mapped_column(Text)
     question: Mapped[str | None] = mapped_column(Text)
     question_hash: Mapped[str | None] = mapped_column(Text)
     filters: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))

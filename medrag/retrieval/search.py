@@ -155,6 +155,24 @@ def check_state(conn: Connection, state: str | None) -> None:
         raise QueryError(f"unknown state {state!r}: the current MCD release lists {', '.join(known)}")
 
 
+_RELEASE_LABELS_SQL = text("SELECT DISTINCT label FROM release WHERE status IN ('loaded', 'partial') ORDER BY 1")
+
+
+def check_release(conn: Connection, release: str) -> None:
+    """QueryError for a release label no loaded release has ('current' and 'all' always pass)."""
+    if release in ("current", "all"):
+        return
+    labels = conn.execute(_RELEASE_LABELS_SQL).scalars().all()
+    if release not in labels:
+        raise QueryError(f"no release labelled {release!r}; loaded: {', '.join(labels) or 'none'}")
+
+
+def check_filters(conn: Connection, filters: SearchFilters) -> None:
+    """QueryError for a filter that names what the database does not hold (a typo would silently match nothing)."""
+    check_state(conn, filters.state)
+    check_release(conn, filters.release)
+
+
 def embedding_text(conn: Connection, query: str, embedder: Any) -> str:
     """The query as it is embedded: its misspelt words corrected (medrag_spelling), a misspelling embeds as noise.
 
@@ -188,7 +206,7 @@ def search(
     timings: dict[str, float] = {}
     embedding = None
     with engine.connect() as conn:
-        check_state(conn, filters.state)
+        check_filters(conn, filters)
         if embedder is not None:
             embed_started = time.perf_counter()
             embedding = vector_literal(embedder.embed(embedding_text(conn, query, embedder)))

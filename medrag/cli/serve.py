@@ -1,0 +1,29 @@
+"""`medrag serve`: the HTTP API and the coders' page on uvicorn."""
+
+from __future__ import annotations
+
+import click
+
+DEFAULT_PORT = 8080
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0: every one).")
+@click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Server processes; each loads the embedding model once.")
+def serve_command(host: str, port: int, workers: int) -> None:
+    """Serve the API (/search, /ask, /codes, /releases, /health, /metrics) and the web page at /."""
+    import uvicorn
+
+    from medrag.core.config import load_settings
+    from medrag.core.db import get_engine
+
+    settings = load_settings()  # a bad setting is one line before anything starts
+    get_engine(settings)  # starts the embedded server when no DATABASE_URL is set
+    click.echo(f"medrag: serving on http://{host}:{port}/ (API: /openapi.json)", err=True)
+    uvicorn.run("medrag.serve.app:create_app", factory=True, host=host, port=port, workers=workers,
+                log_level="info", access_log=False)
+
+
+COMMANDS = [serve_command]

@@ -1,0 +1,303 @@
+"""`medrag serve`: the HTTP API and the coders' page, over the same functions (and the same JSON) as the CLI.
+
+Every route calls what the matching CLI command calls and returns its --json output; bad input is a 4xx with the
+CLI's one-line message, an unreachable database a 503. Blocking work (SQL, the embedding model) runs in the
+server's thread pool; the model, the engine and the code finder are loaded once per process (ServeState).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import asynccontextmanager
+from importlib import resources
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import DBAPIError
+from starlette.exceptions import HTTPException
+
+from medrag.codes.finder import DEFAULT_TOP, MAX_TOP
+from medrag.core.config import Settings, load_settings
+from medrag.core.db import DatabaseUnavailable
+from medrag.core.errors import MedragError, unreachable_message
+from medrag.serve.guard import MAX_BODY_BYTES, BodyLimit, RateLimiter, token_matches
+from medrag.serve.metrics import ServerMetrics
+from medrag.serve.schemas import (
+    AskRequest,
+    AskResponse,
+    CodesResponse,
+    ErrorResponse,
+    Health,
+    ReleaseChange,
+    ReleaseRow,
+    SearchResponse,
+)
+from medrag.serve.state import ServeState
+
+log = logging.getLogger("medrag.serve")
+# Routes anyone may call, token or not: the load balancer's probe and the page's own files (they hold no data;
+# the page asks for the token when a data route answers 401).
+OPEN_PATHS = ("/health", "/", "/static/", "/favicon.ico")
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorResponse} for code in (400, 401, 404, 413, 422, 429, 503)
+}
+
+
+def cli_json(value: Any) -> Any:
+    """The value exactly as the CLI's `json.dumps(..., default=str)` prints it (dates as str(), not ISO)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def _one_line(error: Exception) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
+def error_status(error: Exception) -> tuple[int, str]:
+    """The HTTP status and one-line message for an exception a route raised."""
+    if isinstance(error, DatabaseUnavailable):
+        return 503, _one_line(error)
+    if isinstance(error, MedragError):
+        return 400, _one_line(error)
+    if isinstance(error, DBAPIError) and (error.connection_invalidated or _is_connection_error(error)):
+        return 503, unreachable_message(error)
+    return 500, f"internal error ({type(error).__name__}); the server log has the details"
+
+
+def _is_connection_error(error: DBAPIError) -> bool:
+    import psycopg
+
+    return isinstance(error.orig, psycopg.OperationalError | psycopg.InterfaceError)
+
+
+def _error_response(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+def _filters(raw: dict[str, Any]):  # noqa: ANN202 - SearchFilters, imported lazily with the retrieval stack
+    from medrag.retrieval.search import SearchFilters
+
+    return SearchFilters.from_json({name: value for name, value in raw.items() if value not in (None, [], "")})
+
+
+def _client(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def create_app(settings: Settings | None = None, state: ServeState | None = None) -> FastAPI:
+    """The FastAPI application: routes, error handlers, token and rate limit, metrics, the page."""
+    settings = settings or load_settings()
+    state = state or ServeState(settings)
+    metrics = ServerMetrics()
+    limiter = RateLimiter(settings.api_rate) if settings.api_rate else None
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI):  # noqa: ANN202 - FastAPI's lifespan protocol
+        from starlette.concurrency import run_in_threadpool
+
+        await run_in_threadpool(state.load)
+        yield
+        state.close()
+
+    # /docs and /redoc load their scripts from a CDN, which offline machines cannot reach: left off.
+    app = FastAPI(title="medrag", summary="Medicare reference data: search, cited answers, code lookup.",
+                  version="1", docs_url=None, redoc_url=None, lifespan=lifespan)
+    app.state.medrag = state
+    app.state.metrics = metrics
+
+    @app.middleware("http")
+    async def front_door(request: Request, call_next: Callable) -> Response:
+        started = time.perf_counter()
+        path = request.url.path
+        response: Response | None = None
+        try:
+            guarded = not (path in OPEN_PATHS or path.startswith("/static/"))
+            if guarded and settings.api_token and not token_matches(request.headers.get("authorization"),
+                                                                    settings.api_token):
+                response = _error_response(401, "a bearer token is required: Authorization: Bearer <token>",
+                                           {"WWW-Authenticate": "Bearer"})
+            elif guarded and limiter is not None and (wait := limiter.wait_seconds(_client(request))):
+                response = _error_response(429, f"rate limit of {settings.api_rate} requests per minute reached; "
+                                                f"retry in {wait} s", {"Retry-After": str(wait)})
+            else:
+                response = await call_next(request)
+            return response
+        finally:
+            route = request.scope.get("route")
+            label = getattr(route, "path", None) or ("unmatched" if guarded else path)
+            metrics.observe_request(label, request.method, response.status_code if response else 500,
+                                    time.perf_counter() - started)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_request: Request, error: RequestValidationError) -> JSONResponse:
+        first = error.errors()[0] if error.errors() else {}
+        if first.get("type") == "json_invalid":
+            return _error_response(400, f"the body is not valid JSON: {first.get('ctx', {}).get('error', '')}")
+        where = ".".join(str(part) for part in first.get("loc", ()) if part not in ("body", "query"))
+        return _error_response(422, f"{where or 'request'}: {first.get('msg', 'invalid')}")
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_request: Request, error: HTTPException) -> JSONResponse:
+        message = error.detail if isinstance(error.detail, str) else json.dumps(error.detail)
+        if error.status_code == 404 and message == "Not Found":
+            message = f"no such route: {_request.method} {_request.url.path}"
+        return _error_response(error.status_code, message, getattr(error, "headers", None))
+
+    # MedragError and DBAPIError are handled where the route raised them (a 4xx / 503 ends the request cleanly);
+    # Exception reaches Starlette's last-resort handler, which answers and then re-raises for the server's log.
+    @app.exception_handler(MedragError)
+    @app.exception_handler(DBAPIError)
+    @app.exception_handler(Exception)
+    async def failure(request: Request, error: Exception) -> JSONResponse:
+        status, message = error_status(error)
+        if status == 500:
+            log.error("%s %s failed: %s", request.method, request.url.path, message)
+        return _error_response(status, message)
+
+    # -- the page --------------------------------------------------------------------------------------------
+
+    static = resources.files("medrag.serve") / "static"
+    app.mount("/static", StaticFiles(directory=str(static)), name="static")
+
+    @app.get("/", include_in_schema=False)
+    def page() -> FileResponse:
+        return FileResponse(str(static / "index.html"), media_type="text/html")
+
+    # -- the API ---------------------------------------------------------------------------------------------
+
+    @app.get("/health", response_model=Health, responses={503: {"model": Health}})
+    def health() -> JSONResponse:
+        """Database reachable, schema at head, current release per source, embedding model, vLLM (503: not ok)."""
+        report = state.health()
+        return JSONResponse(report, status_code=200 if report["status"] == "ok" else 503)
+
+    @app.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}}})
+    def prometheus_metrics() -> Response:
+        """Prometheus text: requests, latency histograms per route, refusals by reason, degraded answers, drops."""
+        return Response(metrics.render(), media_type=metrics.content_type)
+
+    @app.get("/search", response_model=SearchResponse, responses=ERRORS)
+    def search_route(
+        q: Annotated[str, Query(description="The query: words, a question, or identifiers (NCD 240.2, E0601).")],
+        k: Annotated[int, Query(ge=1, le=200)] = 10,
+        source: Annotated[list[str], Query(description="Only these sources (repeatable).")] = (),
+        key: Annotated[list[str], Query(description="Only these document keys (repeatable).")] = (),
+        release: Annotated[str, Query(description="'current', 'all' or a release label.")] = "current",
+        as_of: Annotated[str | None, Query(description="Only documents in force on this date, YYYY-MM-DD.")] = None,
+        contractor: str | None = None,
+        state_code: Annotated[str | None, Query(alias="state", description="Two-letter state code.")] = None,
+        manual: str | None = None,
+        chapter: str | None = None,
+    ) -> JSONResponse:
+        """`medrag search --json`: hybrid retrieval with the CLI's filters."""
+        from medrag.retrieval.search import search, validate_query
+
+        validate_query(q)
+        filters = _filters({"source": list(source), "key": list(key), "release": release, "as_of": as_of,
+                            "contractor": contractor, "state": state_code, "manual": manual, "chapter": chapter})
+        result = search(state.engine, q, k=k, filters=filters, embedder=state.embedder)
+        return JSONResponse(cli_json(result.as_json()))
+
+    @app.post("/ask", response_model=AskResponse, responses={
+        **ERRORS, 200: {"content": {"text/event-stream": {}},
+                        "description": "With ?stream=true: events `sentence` (one per validated sentence), then "
+                                       "`final` (this object) or `error`."}})
+    def ask_route(body: AskRequest, request: Request, stream: bool = False) -> Response:
+        """`medrag ask --json`; with ?stream=true, Server-Sent Events sentence by sentence, then the whole answer."""
+        from medrag.answer.checks import check_question
+        from medrag.answer.pipeline import ask, choose_backend
+        from medrag.retrieval.search import check_filters
+
+        filters = _filters(body.filters.model_dump())
+        chosen = choose_backend(body.llm or "auto", settings)
+        with state.engine.connect() as conn:
+            check_filters(conn, filters)
+
+        def answer(on_sentence: Callable | None = None) -> dict[str, Any]:
+            result = ask(state.engine, body.question, settings=settings, embedder=state.embedder, filters=filters,
+                         k=body.k, backend=chosen, stream=stream, on_sentence=on_sentence,
+                         route="POST /ask", client_address=_client(request))
+            payload = cli_json(result.as_json())
+            metrics.observe_answer(payload)
+            return payload
+
+        if not stream:
+            return JSONResponse(answer())
+        check_question(body.question)  # a bad question is a 4xx before the stream starts
+        return StreamingResponse(stream_events(answer), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+    @app.get("/codes", response_model=CodesResponse, responses=ERRORS)
+    def codes_route(
+        term: Annotated[str, Query(description="A clinical term, or a code.")],
+        system: Annotated[list[str], Query(description="ICD-10-CM and/or HCPCS (repeatable); default: the systems "
+                                                       "the term is about.")] = (),
+        release: Annotated[str | None, Query(description="Release label; default: the current ones.")] = None,
+        top: Annotated[int, Query(ge=1, le=MAX_TOP, description="Codes per system.")] = DEFAULT_TOP,
+    ) -> JSONResponse:
+        """`medrag codes --json`: codes for a term with confidence, tier, related LCDs and the trace."""
+        from medrag.codes.finder import validate_term
+
+        validate_term(term)
+        search = state.finder().find(term, systems=tuple(system), release=release, top=top)
+        return JSONResponse(cli_json(search.as_json()))
+
+    @app.get("/releases", response_model=list[ReleaseRow], responses=ERRORS)
+    def releases_route(source: Annotated[str | None, Query(description="Only this source.")] = None) -> JSONResponse:
+        """`medrag releases list --json`."""
+        from medrag.ingest.releases import list_releases
+        from medrag.sources.registry import SOURCE_NAMES
+
+        if source is not None and source not in SOURCE_NAMES:
+            raise MedragError(f"unknown source {source!r}; choose from {', '.join(SOURCE_NAMES)}")
+        with state.engine.connect() as conn:
+            return JSONResponse(cli_json(list_releases(conn, source)))
+
+    @app.get("/releases/diff", response_model=list[ReleaseChange], responses=ERRORS)
+    def releases_diff_route(source: str, old: str, new: str) -> JSONResponse:
+        """`medrag releases diff --json` (one object per line there, a list here)."""
+        from medrag.ingest.releases import diff_releases
+
+        with state.engine.connect() as conn:
+            return JSONResponse(cli_json(diff_releases(conn, source, old, new)))
+
+    # Added last, so it runs first: an oversized body is refused before anything reads it.
+    app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
+    return app
+
+
+def stream_events(answer: Callable[[Callable], dict[str, Any]]) -> Iterator[str]:
+    """Server-Sent Events of one answer: `sentence` per validated sentence as it passes, then `final` or `error`."""
+    from medrag.answer.pipeline import cited_sentence
+
+    events: queue.Queue[tuple[str, dict[str, Any]] | None] = queue.Queue()
+    count = 0
+
+    def on_sentence(check: Any) -> None:
+        nonlocal count
+        events.put(("sentence", {"index": count, "text": cited_sentence(check), "sources": list(check.sources)}))
+        count += 1
+
+    def work() -> None:
+        try:
+            events.put(("final", answer(on_sentence)))
+        except Exception as error:  # noqa: BLE001 - the stream has started: the failure becomes its last event
+            status, message = error_status(error)
+            if status == 500:
+                log.exception("streamed answer failed")
+            events.put(("error", {"error": message, "status": status}))
+        finally:
+            events.put(None)
+
+    threading.Thread(target=work, name="medrag-answer", daemon=True).start()
+    while (event := events.get()) is not None:
+        name, data = event
+        yield f"event: {name}\ndata: {json.dumps(data)}\n\n"

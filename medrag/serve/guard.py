@@ -1,0 +1,90 @@
+"""What stands before the routes: the bearer token, the per-client rate limit and the request body size limit."""
+
+from __future__ import annotations
+
+import hmac
+import math
+import threading
+import time
+from collections.abc import Callable
+
+# A question with its filters is well under 16 KB; anything bigger is a mistake or an attack.
+MAX_BODY_BYTES = 64 * 1024
+
+
+def token_matches(header: str | None, token: str) -> bool:
+    """Whether an Authorization header carries the bearer token (compared in constant time)."""
+    scheme, _, given = (header or "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+
+
+class RateLimiter:
+    """Per-client token buckets: `per_minute` requests a minute, in bursts of at most `per_minute`."""
+
+    def __init__(self, per_minute: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.per_minute = per_minute
+        self._clock = clock
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def wait_seconds(self, client: str) -> int:
+        """0 when the client may go ahead (and takes a token), else the whole seconds until it may retry."""
+        rate = self.per_minute / 60.0
+        now = self._clock()
+        with self._lock:
+            tokens, seen = self._buckets.get(client, (float(self.per_minute), now))
+            tokens = min(float(self.per_minute), tokens + (now - seen) * rate)
+            if tokens >= 1.0:
+                self._buckets[client] = (tokens - 1.0, now)
+                return 0
+            self._buckets[client] = (tokens, now)
+            return max(1, math.ceil((1.0 - tokens) / rate))
+
+
+class BodyLimit:
+    """ASGI middleware: a body announced or sent over max_bytes is refused (413) before a route reads any of it."""
+
+    def __init__(self, app: Callable, max_bytes: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        """Check Content-Length, or count the bytes of a chunked body before the app sees it."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await _send_error(send, 413, self._message(int(declared)))
+            return
+        if declared is not None or scope.get("method") in ("GET", "HEAD"):
+            await self.app(scope, receive, send)
+            return
+        # A body without a length (chunked) is read here, at most max_bytes of it, then handed on as it came.
+        messages, seen = [], 0
+        while True:
+            message = await receive()
+            messages.append(message)
+            seen += len(message.get("body", b""))
+            if seen > self.max_bytes:
+                await _send_error(send, 413, self._message(seen))
+                return
+            if message["type"] != "http.request" or not message.get("more_body"):
+                break
+
+        async def replay() -> dict:
+            return messages.pop(0) if messages else await receive()
+
+        await self.app(scope, replay, send)
+
+    def _message(self, size: int) -> str:
+        return f"the request body is {size:,} bytes; the limit is {self.max_bytes:,}"
+
+
+async def _send_error(send: Callable, status: int, message: str) -> None:
+    import json
+
+    body = json.dumps({"error": message}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})

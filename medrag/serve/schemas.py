@@ -1,0 +1,179 @@
+"""The API's request and response models: /openapi.json documents every field the CLI's --json prints.
+
+The routes return the CLI's own JSON (the same as_json methods); these models describe it, and the tests check
+every response against them with unknown fields forbidden, so a field added to one side fails until both agree.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Strict(BaseModel):
+    """A model that rejects fields it does not declare."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorResponse(Strict):
+    """Every 4xx/5xx body: the one-line message the CLI prints after "medrag: error:"."""
+
+    error: str = Field(description="What was wrong, in one line.")
+
+
+class SearchHit(Strict):
+    """One ranked chunk with its document's identity."""
+
+    rank: int
+    score: float
+    source: str = Field(description="ncd, lcd, article, iom, hcpcs or icd10cm")
+    key: str = Field(description="Document key: 240.2, L33718, E0601, 100-02/15/110 ...")
+    title: str
+    heading: str
+    text: str
+    chunk_id: int
+    document_id: int
+    release: str
+    url: str | None
+
+
+class SearchResponse(Strict):
+    """`medrag search --json`."""
+
+    query: str
+    filters: dict[str, Any] = Field(description="The filters as applied (the jsonb medrag_search takes).")
+    hits: list[SearchHit]
+    timings_ms: dict[str, float]
+
+
+class AskFilters(Strict):
+    """The metadata filters of a question (the CLI's --source, --key, --release ... options)."""
+
+    source: list[str] | str | None = None
+    key: list[str] | str | None = None
+    release: str | None = Field(None, description="'current' (default), 'all' or a release label.")
+    as_of: str | None = Field(None, description="Only documents in force on this date, YYYY-MM-DD.")
+    contractor: str | None = None
+    state: str | None = Field(None, description="Two-letter state code.")
+    manual: str | None = None
+    chapter: str | None = None
+
+
+class AskRequest(Strict):
+    """The body of POST /ask."""
+
+    question: str
+    filters: AskFilters = Field(default_factory=AskFilters)
+    llm: Literal["vllm", "extractive"] | None = Field(
+        None, description="Answer backend; default vllm when VLLM_BASE_URL is set, else extractive.")
+    k: int = Field(10, ge=1, le=200, description="Hits retrieved.")
+
+
+class AskHit(SearchHit):
+    """A retrieved chunk and whether it was accepted as evidence."""
+
+    similarity: float | None
+    accepted: bool
+    rejected_reason: str | None
+
+
+class Citation(Strict):
+    """A source the answer cites, by its number in the answer."""
+
+    n: int
+    source: str
+    key: str
+    title: str
+    url: str | None
+    release: str
+    authority: str = Field(description="Whose rule it is and where it applies (national, local: contractors and "
+                                       "states, code set).")
+
+
+class AskResponse(Strict):
+    """`medrag ask --json` (and the final event of a streamed answer)."""
+
+    question: str
+    answer: str = Field(description="The validated sentences with inline [n] citations; empty when refused.")
+    citations: list[Citation]
+    refused: bool
+    refusal_reason: str | None = Field(description="insufficient_evidence or failed_validation when refused.")
+    degraded: bool = Field(description="True when the LLM failed and the sources' own sentences answered.")
+    degraded_reason: str | None
+    backend: str
+    model: str | None
+    query: str = Field(description="The question as searched (abbreviations expanded).")
+    validation: dict[str, Any]
+    hits: list[AskHit]
+    timings_ms: dict[str, float]
+
+
+class SentenceEvent(Strict):
+    """One validated sentence of a streamed answer (SSE event `sentence`)."""
+
+    index: int
+    text: str = Field(description="The sentence with its [n] citations.")
+    sources: list[int]
+
+
+class RelatedDocument(Strict):
+    """An LCD listing a HCPCS code (with its contractors), or an ICD-10-CM code's parent."""
+
+    source: str
+    key: str
+    title: str
+    contractors: list[str] | None = None
+
+
+class CodeResult(Strict):
+    """One code found for a term."""
+
+    system: str
+    code: str
+    display: str
+    confidence: float
+    tier: str = Field(description="high, medium or possible: how far to trust the confidence.")
+    billable: bool | None
+    related: list[RelatedDocument]
+
+
+class CodesResponse(Strict):
+    """`medrag codes --json`."""
+
+    query: str
+    results: list[CodeResult]
+    summary: str
+    trace: list[str]
+
+
+class ReleaseRow(Strict):
+    """One row of `medrag releases list --json`."""
+
+    source: str
+    label: str
+    status: str
+    is_current: bool
+    loaded_at: str | None
+    status_detail: dict[str, Any]
+    bytes: int
+    files: int
+
+
+class ReleaseChange(BaseModel):
+    """One line of `medrag releases diff --json`: the code, the change, and old_/new_ values of the compared columns."""
+
+    model_config = ConfigDict(extra="allow")
+    code: str
+    change: Literal["added", "removed", "changed"]
+
+
+class Health(Strict):
+    """GET /health: what a load balancer or an operator needs to know."""
+
+    status: Literal["ok", "unavailable"]
+    database: dict[str, Any] = Field(description="reachable, error, schema_revision, schema_head, schema_at_head")
+    releases: dict[str, str] = Field(description="The current release label per source.")
+    embedding_model: dict[str, Any] = Field(description="loaded, name, backend")
+    vllm: dict[str, Any] = Field(description="configured, reachable, base_url, error")
