@@ -200,9 +200,11 @@ def render_bench_serve(report: dict[str, Any]) -> list[str]:
     goal = report.get("goal") or {}
     lines = [f"{cell(machine.get('cpus'))} CPUs (server and clients on the same machine), "
              f"{cell(report.get('seconds_per_run'))} s per run, mix {cell(report.get('mix'))}; clients send their "
-             "next request as soon as the last one answered.", ""]
+             "next request as soon as the last one answered (closed loop), or after a mean pause (think).", ""]
     routes = list((report.get("mix") or {}).keys())
-    runs = [*need(report, "runs"), {**(report.get("search_only_8_clients") or {}), "clients": "8, search only"}]
+    runs = [*need(report, "runs"), {**(report.get("search_only_8_clients") or {}), "clients": "8, search only"},
+            *({**run, "clients": f"{run.get('clients')}, think {run.get('think_s')} s"}
+              for run in report.get("paced_runs") or [])]
     rows = []
     for run in runs:
         row = [run.get("clients"), run.get("requests_per_s"), run.get("errors")]
@@ -218,7 +220,8 @@ def render_bench_serve(report: dict[str, Any]) -> list[str]:
                    [[route, figures.get("p50_ms"), figures.get("p95_ms"), ratios.get(route)]
                     for route, figures in cli.items()])
     lines += [f"Goal: `/search` p95 <= {cell(goal.get('search_p95_ms_at_8_clients'))} ms at 8 clients. Measured: "
-              f"{cell(goal.get('mixed'))} ms in the mix, {cell(goal.get('search_only'))} ms with search only.", ""]
+              f"{cell(goal.get('mixed'))} ms in the mix, {cell(goal.get('search_only'))} ms with search only "
+              f"(closed loop), {cell(goal.get('paced'))} ms in the paced mix.", ""]
     return lines
 
 
