@@ -103,13 +103,14 @@ def fetch_task(settings: Settings, source: str, release: str | None, force: bool
 
 @task(name="load", task_run_name="load {fetched.source} {fetched.label}", cache_key_fn=load_cache_key)
 def load_task(settings: Settings, fetched: FetchedRelease, force: bool) -> LoadOutcome:
-    """Extract + load one fetched release in one transaction (cached: same files into the same database)."""
+    """Extract + load one fetched release in one transaction (cached: same files into the same database); the
+    documents task makes it current."""
     return load_stage(get_engine(settings), settings, fetched, force)
 
 
 @task(name="documents", task_run_name="documents {source}", cache_policy=NO_CACHE)
 def documents_task(settings: Settings, source: str, force: bool) -> DocumentStats | None:
-    """Chunk + enrich the source's current release into documents (skipped when it has them already)."""
+    """Chunk + enrich the source's newest loaded release (skipped when it has them already), then make it current."""
     return documents_stage(get_engine(settings), source, force)
 
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from sqlalchemy import Engine, text
 
 from medrag.core.config import Settings
-from medrag.index.documents import DocumentStats, build_documents
+from medrag.index.documents import DocumentStats, build_documents, make_current
 from medrag.ingest import fetch_and_load as pipeline
-from medrag.ingest.releases import LoadOutcome
+from medrag.ingest.releases import LoadOutcome, newest_loaded_label
 from medrag.sources.registry import SOURCE_NAMES, spec
 
 Progress = Callable[[str], None]
@@ -42,8 +42,8 @@ def fetch_stage(settings: Settings, source: str, release: str | None, force: boo
 
 
 def load_stage(engine: Engine, settings: Settings, fetched: pipeline.FetchedRelease, force: bool) -> LoadOutcome:
-    """Extract + load one fetched release in one transaction (or report it unchanged)."""
-    return pipeline.load_fetched(engine, settings, fetched, force=force)
+    """Extract + load one fetched release in one transaction (or report it unchanged); not yet current."""
+    return pipeline.load_fetched(engine, settings, fetched, force=force, promote=False)
 
 
 def current_label(engine: Engine, source: str) -> str | None:
@@ -53,11 +53,18 @@ def current_label(engine: Engine, source: str) -> str | None:
 
 
 def documents_stage(engine: Engine, source: str, force: bool) -> DocumentStats | None:
-    """Chunk + enrich the source's current release into documents (skipped when it already has them)."""
-    label = current_label(engine, source)
+    """Chunk + enrich the source's newest loaded release (skipped when it has its documents), then make it current.
+
+    Until that last commit the previous release stays current for every reader (codes, search, answers), and a
+    refresh that fails before it leaves the previous release current.
+    """
+    with engine.connect() as conn:
+        label = newest_loaded_label(conn, source)
     if label is None:
         return None
-    return build_documents(engine, source, label, force=force)
+    stats = build_documents(engine, source, label, force=force)
+    make_current(engine, source, label)
+    return stats
 
 
 def timed(seconds: dict[str, float], stage: str, work: Callable[[], object]) -> object:

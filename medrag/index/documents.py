@@ -165,6 +165,26 @@ def sync_current_documents(conn: Connection) -> int:
     )).rowcount
 
 
+def make_current(engine: Engine, source: str, label: str) -> bool:
+    """Make a loaded release current together with its documents, in one transaction.
+
+    Its code tables (what `medrag codes` reads) and its documents (what search and answers read) become current in
+    the same commit, so a reader never sees one release's codes beside another's documents. True when it changed.
+    """
+    from medrag.ingest.releases import promote_if_newest, release_id
+
+    with engine.begin() as conn:
+        before = conn.execute(text("SELECT id FROM release WHERE source = :s AND is_current"), {"s": source}).scalar()
+        target = release_id(conn, source, label)
+        if before == target:
+            return False  # an unchanged refresh writes nothing here
+        promote_if_newest(conn, source, target, label)
+        if sync_current_documents(conn):
+            sync_synonyms(conn)
+            refresh_term_counts(conn)
+    return True
+
+
 # A rebuild (--force, or a new document format) keeps the vectors of the chunks whose content hash it writes again:
 # only what changed goes back to the model (a forced ICD-10-CM rebuild would otherwise re-embed 47k chunks).
 _KEEP_VECTORS = """
@@ -212,7 +232,8 @@ def build_documents(
             documents_changed = bool(existing or drafts)
         currency_changed = sync_current_documents(conn)
         sync_synonyms(conn)
-        if documents_changed or currency_changed:
+        # the counts are over current chunks: a release not current yet changes them when it becomes current
+        if (documents_changed and release.is_current) or currency_changed:
             refresh_term_counts(conn)
     stats.seconds = time.perf_counter() - started
     return stats

@@ -160,9 +160,12 @@ def fetched_releases(settings: Settings, source_name: str, release: str | None =
 
 
 def load_fetched(
-    engine: Engine, settings: Settings, fetched: FetchedRelease, *, force: bool = False
+    engine: Engine, settings: Settings, fetched: FetchedRelease, *, force: bool = False, promote: bool = True
 ) -> LoadOutcome:
-    """Load a fetched release unless an identical one (same URLs and hashes) is already loaded."""
+    """Load a fetched release unless an identical one (same URLs and hashes) is already loaded.
+
+    promote: make it current at once (False: the refresh does it with its documents).
+    """
     source = get_source(fetched.source)
     with engine.connect() as conn:
         same = loaded_release_with_same_files(conn, fetched.source, fetched.records)
@@ -181,7 +184,7 @@ def load_fetched(
                 engine, fetched.source, fetched.label, source.tables, fetched.records,
                 lambda conn, release_id: source.load(conn, release_id, [Path(r.path) for r in fetched.records],
                                                      workdir),
-                manifest,
+                manifest, promote=promote,
             )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

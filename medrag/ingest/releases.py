@@ -94,7 +94,7 @@ def _write_raw_files(conn: Connection, release_id: int, records: list[FetchRecor
         )
 
 
-def _promote_if_newest(conn: Connection, source: str, release_id: int, label: str) -> bool:
+def promote_if_newest(conn: Connection, source: str, release_id: int, label: str) -> bool:
     """Make this release current unless a newer label of the source is already current."""
     current = conn.execute(
         text("SELECT id, label FROM release WHERE source = :source AND is_current"), {"source": source}
@@ -115,8 +115,14 @@ def load_release(
     records: list[FetchRecord],
     loader: Callable[[Connection, int], LoadReport],
     manifest: dict[str, Any],
+    *,
+    promote: bool = True,
 ) -> LoadOutcome:
-    """Load one release in a single transaction: all of it becomes visible (and current) or none of it does."""
+    """Load one release in a single transaction: all of it becomes visible (and current) or none of it does.
+
+    promote=False leaves the current release as it is: the refresh makes the new one current later, together with its
+    documents (medrag.index.documents.make_current), so code tables and documents switch in one commit.
+    """
     started = time.perf_counter()
     try:
         with engine.begin() as conn:
@@ -139,7 +145,8 @@ def load_release(
                     "id": release_id,
                 },
             )
-            _promote_if_newest(conn, source, release_id, label)
+            if promote:
+                promote_if_newest(conn, source, release_id, label)
     except Exception as exc:
         reason = _one_line(exc)
         _record_failure(engine, source, label, reason)
@@ -204,6 +211,13 @@ def list_releases(conn: Connection, source: str | None = None) -> list[dict[str,
 DIFF_SPECS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     source.name: (source.diff.table, source.diff.key, source.diff.compared) for source in specs() if source.diff
 }
+
+
+def newest_loaded_label(conn: Connection, source: str) -> str | None:
+    """The label of the source's newest loaded (or partial) release: the one a refresh makes current."""
+    labels = conn.execute(text("SELECT label FROM release WHERE source = :s AND status IN ('loaded', 'partial')"),
+                          {"s": source}).scalars().all()
+    return max(labels, key=release_sort_key, default=None)
 
 
 def release_id(conn: Connection, source: str, label: str) -> int:
