@@ -78,15 +78,18 @@ class QueryEmbedder:
         return read_whole_words(self._model_path) if self._model_path is not None else None
 
     @classmethod
-    def for_settings(cls, settings: Settings) -> QueryEmbedder:
+    def for_settings(cls, settings: Settings, *, threads: int | None = None) -> QueryEmbedder:
         """The embedder for the configured model and backend, its exports cached in the settings' models folder."""
-        return cls.for_model(settings.embedding_model, settings.models_dir, settings.embedding_backend)
+        return cls.for_model(settings.embedding_model, settings.models_dir, settings.embedding_backend,
+                             threads=threads)
 
     @classmethod
-    def for_model(cls, model_path: str | Path, cache_dir: str | Path, backend: str = BACKEND_ONNX) -> QueryEmbedder:
+    def for_model(cls, model_path: str | Path, cache_dir: str | Path, backend: str = BACKEND_ONNX, *,
+                  threads: int | None = None) -> QueryEmbedder:
         """The embedder for model_path with the backend the chunks were embedded with (ONNX exported if missing).
 
-        When the ONNX path cannot be used, sentence-transformers (torch) gives the same float vectors, slower.
+        threads: onnxruntime threads per query (default: one per core). When the ONNX path cannot be used,
+        sentence-transformers (torch) gives the same float vectors, slower.
         """
         check_backend(backend, QueryEmbeddingError)
         model_path = Path(model_path)
@@ -96,7 +99,7 @@ class QueryEmbedder:
                 onnx_path = onnx_path_for(model_path, cache_dir, int8=int8)
                 if not onnx_path.exists():
                     onnx_path = export_onnx(model_path, cache_dir, int8=int8)
-                return cls(_OnnxBackend(OnnxEncoder(model_path, onnx_path)), backend, model_path)
+                return cls(_OnnxBackend(OnnxEncoder(model_path, onnx_path, threads=threads)), backend, model_path)
             except Exception as error:  # any failure of the fast path still leaves a correct, slower one
                 reason = str(error).splitlines()[0] if str(error) else type(error).__name__
                 log.warning("query embedding: no ONNX model (%s); using sentence-transformers, start-up is slower",
