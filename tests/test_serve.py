@@ -392,3 +392,18 @@ def test_medrag_serve_starts_and_a_bad_setting_is_one_line(settings, tmp_path):
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def test_the_rate_limiter_refills_and_forgets_idle_clients():
+    from medrag.serve import guard
+
+    now = [0.0]
+    limiter = guard.RateLimiter(2, clock=lambda: now[0])
+    assert [limiter.wait_seconds("a") for _ in range(3)] == [0, 0, 30]
+    now[0] = 30.0  # one token back after 30 s at 2 a minute
+    assert limiter.wait_seconds("a") == 0 and limiter.wait_seconds("a") == 30
+    for n in range(guard.MAX_TRACKED_CLIENTS + 1):
+        limiter.wait_seconds(f"client-{n}")
+    now[0] = 100.0
+    limiter.wait_seconds("late")
+    assert len(limiter._buckets) == 1  # every bucket idle for a minute was full again, so it was dropped

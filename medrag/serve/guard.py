@@ -10,6 +10,8 @@ from collections.abc import Callable
 
 # A question with its filters is well under 16 KB; anything bigger is a mistake or an attack.
 MAX_BODY_BYTES = 64 * 1024
+# Buckets kept before idle ones are dropped (a bucket idle for a minute is full again: dropping it changes nothing).
+MAX_TRACKED_CLIENTS = 10_000
 
 
 def token_matches(header: str | None, token: str) -> bool:
@@ -32,6 +34,8 @@ class RateLimiter:
         rate = self.per_minute / 60.0
         now = self._clock()
         with self._lock:
+            if len(self._buckets) > MAX_TRACKED_CLIENTS:
+                self._buckets = {key: value for key, value in self._buckets.items() if now - value[1] < 60.0}
             tokens, seen = self._buckets.get(client, (float(self.per_minute), now))
             tokens = min(float(self.per_minute), tokens + (now - seen) * rate)
             if tokens >= 1.0:
