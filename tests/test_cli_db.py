@@ -104,3 +104,21 @@ def test_unreachable_database_url_is_a_clear_error(tmp_path: Path) -> None:
     env = dict(os.environ) | {"DATABASE_URL": f"postgresql://x@127.0.0.1:{dead_port}/db", "MEDRAG_HOME": str(tmp_path)}
     result = run_medrag("db", "status", env=env)
     assert result.returncode == 2 and "database unreachable" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_port_whose_server_just_closed_its_connections_counts_as_free() -> None:
+    from medrag.core.embedded_pg import port_is_free
+
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    client = socket.create_connection(("127.0.0.1", port))
+    accepted, _ = server.accept()
+    assert not port_is_free(port)  # something listens
+    accepted.close()  # the server side closes first: its end of the connection waits in TIME_WAIT on `port`
+    server.close()
+    client.close()
+    # a restarted embedded server must get its old port back, or the URLs its clients hold go stale
+    assert port_is_free(port)

@@ -343,7 +343,8 @@ def test_a_stopped_database_is_a_503_and_the_next_request_after_restart_succeeds
     home.chmod(0o755)
     server = EmbeddedPostgres(home / "pgdata")
     try:
-        url = server.start().url()
+        first = server.start()
+        url = first.url()
         migrate.upgrade(url)
         own = dataclasses.replace(settings, database_url=url)
         with running_app(create_app(own, ServeState(own))) as base_url:
@@ -355,7 +356,7 @@ def test_a_stopped_database_is_a_503_and_the_next_request_after_restart_succeeds
             assert health.status_code == 503 and health.json()["database"]["reachable"] is False
             asked = httpx.post(f"{base_url}/ask", json={"question": OXYGEN}, timeout=60)
             assert asked.status_code == 503
-            server.start()
+            assert server.start().port == first.port  # the server's URL stays right
             assert httpx.get(f"{base_url}/releases").status_code == 200
             assert httpx.get(f"{base_url}/health").status_code == 200
     finally:

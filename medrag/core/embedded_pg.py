@@ -67,6 +67,9 @@ def bin_dir() -> Path:
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     """True when nothing listens on host:port."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # As PostgreSQL binds: connections of a server just stopped (TIME_WAIT) do not make its port taken, so a
+        # restart keeps its port and the clients' URLs stay right.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:
