@@ -20,6 +20,7 @@ their rows stand.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Iterator
@@ -92,8 +93,9 @@ def downgrade(url: str, revision: str = "base") -> None:
         apply_scripts(url)
 
 
+@functools.cache
 def head_revision() -> str:
-    """The newest revision in the migrations folder."""
+    """The newest revision in the migrations folder (read once: the folder ships with the installed package)."""
     return ScriptDirectory.from_config(alembic_config("postgresql://")).get_current_head()
 
 

@@ -45,15 +45,21 @@ from medrag.serve.state import ServeState
 log = logging.getLogger("medrag.serve")
 # Routes anyone may call, token or not: the load balancer's probe and the page's own files (they hold no data;
 # the page asks for the token when a data route answers 401).
-OPEN_PATHS = ("/health", "/", "/static/", "/favicon.ico")
+OPEN_PATHS = ("/health", "/", "/favicon.ico")
+STATIC_PREFIX = "/static/"
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorResponse} for code in (400, 401, 404, 413, 422, 429, 503)
 }
 
 
-def cli_json(value: Any) -> Any:
-    """The value exactly as the CLI's `json.dumps(..., default=str)` prints it (dates as str(), not ISO)."""
-    return json.loads(json.dumps(value, default=str))
+def cli_text(value: Any) -> str:
+    """The value as the CLI's --json prints it: `json.dumps(..., default=str)` (dates as str(), not ISO)."""
+    return json.dumps(value, default=str)
+
+
+def cli_response(value: Any) -> Response:
+    """A JSON response whose body is exactly the CLI's --json text for the value."""
+    return Response(cli_text(value), media_type="application/json")
 
 
 def _one_line(error: Exception) -> str:
@@ -119,7 +125,7 @@ def create_app(settings: Settings | None = None, state: ServeState | None = None
         path = request.url.path
         response: Response | None = None
         try:
-            guarded = not (path in OPEN_PATHS or path.startswith("/static/"))
+            guarded = not (path in OPEN_PATHS or path.startswith(STATIC_PREFIX))
             if guarded and settings.api_token and not token_matches(request.headers.get("authorization"),
                                                                     settings.api_token):
                 response = _error_response(401, "a bearer token is required: Authorization: Bearer <token>",
@@ -196,7 +202,7 @@ def create_app(settings: Settings | None = None, state: ServeState | None = None
         state_code: Annotated[str | None, Query(alias="state", description="Two-letter state code.")] = None,
         manual: str | None = None,
         chapter: str | None = None,
-    ) -> JSONResponse:
+    ) -> Response:
         """`medrag search --json`: hybrid retrieval with the CLI's filters."""
         from medrag.retrieval.search import search, validate_query
 
@@ -204,7 +210,7 @@ def create_app(settings: Settings | None = None, state: ServeState | None = None
         filters = _filters({"source": list(source), "key": list(key), "release": release, "as_of": as_of,
                             "contractor": contractor, "state": state_code, "manual": manual, "chapter": chapter})
         result = search(state.engine, q, k=k, filters=filters, embedder=state.embedder)
-        return JSONResponse(cli_json(result.as_json()))
+        return cli_response(result.as_json())
 
     @app.post("/ask", response_model=AskResponse, responses={
         **ERRORS, 200: {"content": {"text/event-stream": {}},
@@ -217,21 +223,23 @@ def create_app(settings: Settings | None = None, state: ServeState | None = None
         from medrag.retrieval.search import check_filters
 
         filters = _filters(body.filters.model_dump())
-        chosen = choose_backend(body.llm or "auto", settings)
-        with state.engine.connect() as conn:
-            check_filters(conn, filters)
+        backend = body.llm or "auto"
 
         def answer(on_sentence: Callable | None = None) -> dict[str, Any]:
             result = ask(state.engine, body.question, settings=settings, embedder=state.embedder, filters=filters,
-                         k=body.k, backend=chosen, stream=stream, on_sentence=on_sentence,
+                         k=body.k, backend=backend, stream=stream, on_sentence=on_sentence,
                          route="POST /ask", client_address=_client(request))
-            payload = cli_json(result.as_json())
+            payload = result.as_json()
             metrics.observe_answer(payload)
             return payload
 
         if not stream:
-            return JSONResponse(answer())
-        check_question(body.question)  # a bad question is a 4xx before the stream starts
+            return cli_response(answer())
+        # ask() checks these itself; once the stream has started they could only be an `error` event, not a 4xx
+        check_question(body.question)
+        choose_backend(backend, settings)
+        with state.engine.connect() as conn:
+            check_filters(conn, filters)
         return StreamingResponse(stream_events(answer), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
@@ -242,16 +250,16 @@ def create_app(settings: Settings | None = None, state: ServeState | None = None
                                                        "the term is about.")] = (),
         release: Annotated[str | None, Query(description="Release label; default: the current ones.")] = None,
         top: Annotated[int, Query(ge=1, le=MAX_TOP, description="Codes per system.")] = DEFAULT_TOP,
-    ) -> JSONResponse:
+    ) -> Response:
         """`medrag codes --json`: codes for a term with confidence, tier, related LCDs and the trace."""
         from medrag.codes.finder import validate_term
 
         validate_term(term)
         search = state.finder().find(term, systems=tuple(system), release=release, top=top)
-        return JSONResponse(cli_json(search.as_json()))
+        return cli_response(search.as_json())
 
     @app.get("/releases", response_model=list[ReleaseRow], responses=ERRORS)
-    def releases_route(source: Annotated[str | None, Query(description="Only this source.")] = None) -> JSONResponse:
+    def releases_route(source: Annotated[str | None, Query(description="Only this source.")] = None) -> Response:
         """`medrag releases list --json`."""
         from medrag.ingest.releases import list_releases
         from medrag.sources.registry import SOURCE_NAMES
@@ -259,15 +267,15 @@ def create_app(settings: Settings | None = None, state: ServeState | None = None
         if source is not None and source not in SOURCE_NAMES:
             raise MedragError(f"unknown source {source!r}; choose from {', '.join(SOURCE_NAMES)}")
         with state.engine.connect() as conn:
-            return JSONResponse(cli_json(list_releases(conn, source)))
+            return cli_response(list_releases(conn, source))
 
     @app.get("/releases/diff", response_model=list[ReleaseChange], responses=ERRORS)
-    def releases_diff_route(source: str, old: str, new: str) -> JSONResponse:
+    def releases_diff_route(source: str, old: str, new: str) -> Response:
         """`medrag releases diff --json` (one object per line there, a list here)."""
         from medrag.ingest.releases import diff_releases
 
         with state.engine.connect() as conn:
-            return JSONResponse(cli_json(diff_releases(conn, source, old, new)))
+            return cli_response(diff_releases(conn, source, old, new))
 
     # Added last, so it runs first: an oversized body is refused before anything reads it.
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
@@ -300,4 +308,4 @@ def stream_events(answer: Callable[[Callable], dict[str, Any]]) -> Iterator[str]
     threading.Thread(target=work, name="medrag-answer", daemon=True).start()
     while (event := events.get()) is not None:
         name, data = event
-        yield f"event: {name}\ndata: {json.dumps(data)}\n\n"
+        yield f"event: {name}\ndata: {cli_text(data)}\n\n"

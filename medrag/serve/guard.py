@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+import json
 import math
 import threading
 import time
@@ -86,8 +87,6 @@ class BodyLimit:
 
 
 async def _send_error(send: Callable, status: int, message: str) -> None:
-    import json
-
     body = json.dumps({"error": message}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
