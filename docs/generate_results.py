@@ -249,6 +249,8 @@ KINDS = (
          render_codes),
     Kind("codes_holdout.json", "Code finder: holdout set",
          "medrag eval codes --terms eval/codes_holdout.jsonl --json", render_codes),
+    Kind("codes_holdout2.json", "Code finder: second holdout set",
+         "medrag eval codes --terms eval/codes_holdout2.jsonl --json", render_codes),
     Kind("answers_dev.json", "Answers: dev set", "medrag eval answers --questions eval/answers_dev.jsonl --json",
          render_answers),
     Kind("bench_search.json", "Search benchmark", "python benchmarks/search.py --out docs/results/bench_search.json",
@@ -290,7 +292,8 @@ def readme_block(results_dir: Path) -> list[str]:
         if report:
             rows.append([f"{label}: hit@5 / MRR", None,
                          f"{need(report, 'overall', 'hit@5')} / {need(report, 'overall', 'mrr')}"])
-    for name, label in (("codes_dev.json", "codes dev"), ("codes_holdout.json", "codes holdout")):
+    for name, label in (("codes_dev.json", "codes dev"), ("codes_holdout.json", "codes holdout"),
+                        ("codes_holdout2.json", "codes second holdout")):
         report = load(name)
         if report:
             rows.append([f"{label}: top-1 / top-5", None, f"{need(report, 'top1')} / {need(report, 'top5')}"])

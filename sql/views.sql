@@ -75,3 +75,36 @@ FROM icd10cm_code c JOIN release r ON r.id = c.release_id;
 CREATE OR REPLACE VIEW v_hcpcs_history AS
 SELECT r.label AS release, r.is_current, h.code, h.kind, h.long_description, h.termination_date, h.action_code
 FROM hcpcs_code h JOIN release r ON r.id = h.release_id;
+
+-- The ICD-10-CM Index as coders read it: "Calculus, calculi, calculous > ureter" -> N20.1, per release. A code
+-- ending in "-" needs more characters (see the Tabular); see / see_also name where the Index sends the reader.
+CREATE OR REPLACE VIEW v_icd10cm_index AS
+SELECT r.label AS release, r.is_current, e.index_name, e.entry_id, e.level,
+       array_to_string(e.path, ' > ') AS path, e.nemod, e.column_name, e.code, e.see, e.see_also, e.source_file
+FROM icd10cm_index_entry e JOIN release r ON r.id = e.release_id;
+
+-- The Table of Drugs and Chemicals, one row per substance with a column per intent (as printed).
+CREATE OR REPLACE VIEW v_icd10cm_drug AS
+SELECT r.label AS release, e.entry_id, array_to_string(e.path, ' > ') AS substance, max(e.nemod) AS nemod,
+       max(e.code) FILTER (WHERE e.column_name LIKE 'Poisoning Accidental%') AS poisoning_accidental,
+       max(e.code) FILTER (WHERE e.column_name LIKE 'Poisoning Intentional%') AS poisoning_intentional_self_harm,
+       max(e.code) FILTER (WHERE e.column_name LIKE 'Poisoning Assault%') AS poisoning_assault,
+       max(e.code) FILTER (WHERE e.column_name LIKE 'Poisoning Undetermined%') AS poisoning_undetermined,
+       max(e.code) FILTER (WHERE e.column_name LIKE 'Adverse effect%') AS adverse_effect,
+       max(e.code) FILTER (WHERE e.column_name LIKE 'Underdosing%') AS underdosing
+FROM icd10cm_index_entry e JOIN release r ON r.id = e.release_id
+WHERE e.index_name = 'drugs'
+GROUP BY r.label, e.entry_id, e.path;
+
+-- The Neoplasm Table, one row per site with a column per behaviour (as printed).
+CREATE OR REPLACE VIEW v_icd10cm_neoplasm AS
+SELECT r.label AS release, e.entry_id, array_to_string(e.path, ' > ') AS site, max(e.nemod) AS nemod,
+       max(e.code) FILTER (WHERE e.column_name = 'Malignant Primary') AS malignant_primary,
+       max(e.code) FILTER (WHERE e.column_name = 'Malignant Secondary') AS malignant_secondary,
+       max(e.code) FILTER (WHERE e.column_name = 'Ca in situ') AS ca_in_situ,
+       max(e.code) FILTER (WHERE e.column_name = 'Benign') AS benign,
+       max(e.code) FILTER (WHERE e.column_name = 'Uncertain Behavior') AS uncertain_behavior,
+       max(e.code) FILTER (WHERE e.column_name = 'Unspecified Behavior') AS unspecified_behavior
+FROM icd10cm_index_entry e JOIN release r ON r.id = e.release_id
+WHERE e.index_name = 'neoplasms'
+GROUP BY r.label, e.entry_id, e.path;

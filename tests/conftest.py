@@ -168,7 +168,7 @@ def indexed_engine(indexed_settings) -> Engine:
     from medrag.refresh import current_label
 
     engine = get_engine(url=indexed_settings.database_url)
-    for source, release in (("mcd", None), ("iom", None), ("hcpcs", None), ("icd10cm", "all")):
+    for source, release in (("mcd", None), ("iom", None), ("hcpcs", "all"), ("icd10cm", "all")):
         for fetched in pipeline.fetch_source(indexed_settings, source, release=release):
             pipeline.load_fetched(engine, indexed_settings, fetched)
     for source in ("mcd", "iom", "hcpcs", "icd10cm"):

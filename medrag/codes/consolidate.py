@@ -26,16 +26,19 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 
 from medrag.codes.classify import HCPCS, ICD10CM
-from medrag.codes.plan import CodeRow, LegHit
+from medrag.codes.plan import CodeRow, LegHit, Term
 from medrag.codes.terms import Concept, TermQuery
 from medrag.sources.hcpcs.categories import hcpcs_category_ranges
 
 HIGH, MEDIUM, POSSIBLE = "high", "medium", "possible"
 TIERS = ((0.8, HIGH), (0.5, MEDIUM), (0.3, POSSIBLE))
 MIN_CONFIDENCE = 0.3
+# How far a system the classifier hears less about is scaled down (routing_priors); chosen on the dev set.
+ROUTING_PRIOR_WEIGHT = 0.3
 WEIGHTS = {"lexical": 0.60, "rank": 0.05, "specificity": 0.20, "semantic": 0.15}
 # Lookups' weights in reciprocal-rank fusion (RRF_K dampens the difference between neighbouring ranks).
-LEG_WEIGHTS = {"exact": 2.0, "words": 1.0, "fulltext": 1.0, "trigram": 0.7, "vector": 1.0, "children": 0.8}
+LEG_WEIGHTS = {"exact": 2.0, "words": 1.0, "fulltext": 1.0, "trigram": 0.7, "vector": 1.0, "children": 0.8,
+               "index": 1.0}
 RRF_K = 20
 # Cosine similarities of all-MiniLM-L6-v2 between a term and a code document: below the floor says nothing,
 # from the top up it is as good as it gets; a code found only by its embedding needs STRONG_SIMILARITY. (Measured
@@ -92,6 +95,7 @@ class Candidate:
     rank: float = 0.0
     specificity: float = 0.0
     semantic: float | None = None
+    prior: float = 1.0
     confidence: float = 0.0
 
     @property
@@ -112,12 +116,21 @@ class Candidate:
                 return name
         return None
 
+    def index_terms(self) -> tuple[Term, ...]:
+        """The Index entry that led to this code, as one more wording of it (what a coder looked up)."""
+        hit = self.hits.get("index")
+        if hit is None or not hit.lexemes:
+            return ()
+        return (Term(hit.evidence, self.row.code, hit.lexemes, hit.core),)
+
     def explain(self) -> str:
         """The features behind the confidence, for the trace."""
         semantic = "n/a" if self.semantic is None else f"{self.semantic:.2f}"
         legs = "+".join(sorted(self.hits))
+        prior = "" if self.prior == 1.0 else f", routing prior {self.prior:.2f}"
+        index = f"; {self.hits['index'].evidence}" if "index" in self.hits else ""
         return (f"{self.row.code} {self.confidence:.2f} (lexical {self.lexical:.2f}, rank {self.rank:.2f}, "
-                f"specificity {self.specificity:.2f}, semantic {semantic}; {legs})")
+                f"specificity {self.specificity:.2f}, semantic {semantic}{prior}; {legs}{index})")
 
 
 class CandidatePool:
@@ -225,8 +238,11 @@ def _reference(row: CodeRow, source: str) -> frozenset[str]:
     return frozenset().union(*(lexemes for code, lexemes in row.ancestors if source.startswith(code)))
 
 
-def lexical_match(row: CodeRow, query: TermQuery) -> LexicalMatch:
-    """The best wording of a code for the term's concepts of the code's system (see the module docstring)."""
+def lexical_match(row: CodeRow, query: TermQuery, extra_terms: tuple[Term, ...] = ()) -> LexicalMatch:
+    """The best wording of a code for the term's concepts of the code's system (see the module docstring).
+
+    extra_terms are wordings found outside the code's table row (the Index entry that led to it).
+    """
     focus, context = query.focus(row.system), query.context(row.system)
     if not focus or not row.terms:
         return LexicalMatch()
@@ -239,7 +255,7 @@ def lexical_match(row: CodeRow, query: TermQuery) -> LexicalMatch:
     description_content = _content(row.terms[0].core, numbers_count, row.terms[0].text)
     best = LexicalMatch()
     nos_default = False
-    for index, term in enumerate(row.terms):
+    for index, term in enumerate(row.terms + extra_terms):
         inherited = term.source != row.code
         lexemes = term.lexemes - negated if index == 0 else term.lexemes
         coverage = sum(_concept_coverage(concept, lexemes) for concept in focus) / len(focus)
@@ -317,14 +333,28 @@ def _semantic(similarity: float | None) -> float | None:
     return max(0.0, min(1.0, (similarity - SIMILARITY_FLOOR) / (SIMILARITY_TOP - SIMILARITY_FLOOR)))
 
 
+def routing_priors(scores: dict[str, float]) -> dict[str, float]:
+    """How much the classifier's signal for each system scales its codes' confidence (1.0: no doubt).
+
+    Every system is searched; a system with less signal than the strongest one loses up to ROUTING_PRIOR_WEIGHT
+    of its confidence, in proportion. Without any signal nothing is scaled.
+    """
+    strongest = max(scores.values(), default=0.0)
+    if strongest <= 0:
+        return dict.fromkeys(scores, 1.0)
+    return {system: 1.0 - ROUTING_PRIOR_WEIGHT * (1.0 - score / strongest) for system, score in scores.items()}
+
+
 def score_candidates(pool: CandidatePool, query: TermQuery, *, wants_modifiers: bool,
-                     semantic_systems: set[str]) -> None:
+                     semantic_systems: set[str], priors: dict[str, float] | None = None) -> None:
     """Compute every candidate's features and confidence in place (candidates without evidence get 0)."""
     for system in (ICD10CM, HCPCS):
         candidates = pool.of(system)
         _rank_scores(candidates)
+        prior = (priors or {}).get(system, 1.0)
         for candidate in candidates:
-            match = lexical_match(candidate.row, query)
+            candidate.prior = prior
+            match = lexical_match(candidate.row, query, candidate.index_terms())
             candidate.lexical, candidate.coverage, candidate.best_term = match.score, match.coverage, match.term
             candidate.specificity = specificity(candidate.row, query, wants_modifiers, match)
             # A code whose document has no vector yet (embedding still running) is scored as without vectors.
@@ -344,7 +374,7 @@ def score_candidates(pool: CandidatePool, query: TermQuery, *, wants_modifiers: 
                 # unless the embedding says the code means the term.
                 strong = has_semantic and (candidate.similarity or 0.0) >= STRONG_SIMILARITY
                 total = min(total, SEMANTIC_ONLY_CAP) if strong else 0.0
-            candidate.confidence = round(min(1.0, total), 3)
+            candidate.confidence = round(min(1.0, total) * prior, 3)
 
 
 def _sort_key(candidate: Candidate) -> tuple:

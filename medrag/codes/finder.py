@@ -22,8 +22,8 @@ from sqlalchemy import Engine
 from medrag.codes import plan
 from medrag.codes.classify import HCPCS, ICD10CM, SYSTEMS, Classification, classify, strip_codes, words_of
 from medrag.codes.clinical_tables import search_clinical_tables
-from medrag.codes.consolidate import Candidate, CandidatePool, score_candidates, top_results
-from medrag.codes.plan import CodeRelease, CodeRow, Lookup, LookupResult
+from medrag.codes.consolidate import Candidate, CandidatePool, routing_priors, score_candidates, top_results
+from medrag.codes.plan import CodeRelease, CodeRow, IndexRelease, Lookup, LookupResult
 from medrag.codes.reflect import Decision, ReflectState, reflect
 from medrag.codes.results import CodeMatch, CodeSearch, Related, summarize
 from medrag.codes.synonyms import SynonymTable, load_clinical_synonyms
@@ -96,6 +96,7 @@ class CodeFinder:
         self.synonyms = synonyms or load_clinical_synonyms()
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="medrag-codes")
         self._releases: dict[str, list[CodeRelease]] | None = None
+        self._index_releases: dict[int, IndexRelease | None] = {}
         self._has_embeddings: dict[str, bool] = {}
         # A release's codes never change: their details are read once per finder (None: not in the release).
         self._rows: dict[tuple[int, str], CodeRow | None] = {}
@@ -118,6 +119,13 @@ class CodeFinder:
             with self.engine.connect() as conn:
                 self._releases = plan.load_releases(conn)
         return self._releases
+
+    def index_release(self, release: CodeRelease) -> IndexRelease | None:
+        """The release whose ICD-10-CM Index serves searches of `release` (read once)."""
+        if release.release_id not in self._index_releases:
+            with self.engine.connect() as conn:
+                self._index_releases[release.release_id] = plan.index_release_for(conn, release)
+        return self._index_releases[release.release_id]
 
     def _vector_ready(self, system: str) -> bool:
         if system not in self._has_embeddings:
@@ -166,7 +174,8 @@ class CodeFinder:
                     if external_url else None)
         requested = normalize_systems(systems)
         classification = classify(term, self.synonyms)
-        searched = requested or classification.systems()
+        # Every requested system is searched: the classifier's signal is a prior on the scores, never a filter.
+        searched = requested or list(SYSTEMS)
         trace = [classification.describe() + f" -> search {', '.join(searched)}"]
         releases = plan.pick_release(self.releases(), requested or list(SYSTEMS), release)
         if not releases:
@@ -180,7 +189,7 @@ class CodeFinder:
                                               + ("" if releases[system].is_current else " (not current)")
                                               for system in searched))
         run = _Search(self, term, classification, releases, trace)
-        run.search(searched, can_add_systems=not requested)
+        run.search(searched)
         related_started = time.perf_counter()
         results = self._matches(run.pool, run.systems, top)
         run.timings["related"] = (time.perf_counter() - related_started) * 1000
@@ -237,7 +246,7 @@ class _Search:
         self.embedding: Future[list[float] | None] | None = None
         self.semantic_systems: set[str] = set()
         self.state = ReflectState()
-        self.can_add_systems = False
+        self.priors = routing_priors(classification.scores)
         self.timings: dict[str, float] = {}
 
     @property
@@ -251,10 +260,9 @@ class _Search:
         embedder = self.finder._get_embedder()
         return embedder.embed(self.text) if embedder is not None else None
 
-    def search(self, systems: list[str], *, can_add_systems: bool) -> None:
+    def search(self, systems: list[str]) -> None:
         """Run up to three rounds of lookups, reflecting after each."""
         self.systems = list(systems)
-        self.can_add_systems = can_add_systems
         decision = self._first_round()
         for number in range(2, MAX_ROUNDS + 1):
             if decision.done:
@@ -286,8 +294,10 @@ class _Search:
             if len(words_of(self.text)) <= TRIGRAM_MAX_WORDS:
                 futures += [self._submit(Lookup("trigram", system, text=self.text, kinds=self._kinds(system)))
                             for system in self.systems]
+            # Concepts belong to the systems the classifier heard (a multi-intent term's halves), whatever is searched.
             self.query = build_term_query(self.text, self.classification, self.finder.synonyms,
-                                          lambda words: plan.analyze_words(self.finder.engine, words), self.systems)
+                                          lambda words: plan.analyze_words(self.finder.engine, words),
+                                          self.classification.systems())
             futures += self._word_lookups(self.systems)
             if self.embedding is not None:
                 embedding = self.embedding.result()
@@ -328,20 +338,13 @@ class _Search:
                     lexeme_set = frozenset(lexeme for w in fixed for lexeme in fixed_lexemes.get(w, ()))
                     if concept.add(Wording(fixed, lexeme_set, SPELLING)):
                         changed.update(concept.systems & set(self.systems))
-        if misspelled and self.can_add_systems:
+        if misspelled:
             self._reclassify()
         if decision.dropped:
             changed.update(self.systems)
-        for system in decision.add_systems:
-            if system in self.releases:
-                self.systems.append(system)
-                changed.add(system)
         futures = self._word_lookups([system for system in self.systems if system in changed])
         if decision.headers:
             futures.append(self._submit(Lookup("children", ICD10CM, codes=tuple(decision.headers))))
-        if decision.add_systems and self.text and len(words_of(self.text)) <= TRIGRAM_MAX_WORDS:
-            futures += [self._submit(Lookup("trigram", system, text=self.text, kinds=self._kinds(system)))
-                        for system in decision.add_systems if system in self.releases]
         if not futures:
             self.trace.append(f"round {number}: nothing new to look up")
             return Decision()
@@ -350,17 +353,18 @@ class _Search:
         return self._reflect()
 
     def _reclassify(self) -> None:
-        """Classify the term again with its spelling corrected ("tuberculosus" had no signal, "tuberculosis" has)."""
+        """Classify the term again with its spelling corrected ("tuberculosus" had no signal, "tuberculosis" has):
+        the routing priors follow the corrected words."""
         corrected = []
         for concept in self.query.concepts:
             spelled = [wording for wording in concept.wordings if wording.origin == SPELLING]
             corrected += list(spelled[0].words if spelled else concept.words)
         classification = classify(" ".join(corrected), self.finder.synonyms)
-        signalled = [system for system in classification.systems() if classification.scores[system] > 0]
-        narrowed = [system for system in self.systems if system in signalled]
-        if narrowed and narrowed != self.systems:
-            self.trace.append(f"re{classification.describe()} -> search {', '.join(narrowed)}")
-            self.systems = narrowed
+        priors = routing_priors(classification.scores)
+        if priors != self.priors:
+            self.trace.append(f"re{classification.describe()} -> routing priors "
+                              + ", ".join(f"{system} {prior:.2f}" for system, prior in priors.items()))
+            self.priors = priors
 
     def _word_lookups(self, systems: list[str]) -> list[Future[LookupResult]]:
         futures = []
@@ -371,6 +375,11 @@ class _Search:
             tsquery = self.query.tsquery(system)
             if tsquery and self.releases[system].is_current:
                 futures.append(self._submit(Lookup("fulltext", system, tsquery=tsquery, kinds=self._kinds(system))))
+            index_release = self.finder.index_release(self.releases[system]) if system == ICD10CM else None
+            lexemes = self.query.searched_lexemes(system)
+            if index_release is not None and lexemes:
+                futures.append(self._submit(Lookup("index", system, tsquery=self.query.any_tsquery(system),
+                                                   lexemes=lexemes, index_release=index_release)))
         return futures
 
     def _kinds(self, system: str) -> tuple[str, ...]:
@@ -427,9 +436,9 @@ class _Search:
 
     def _reflect(self) -> Decision:
         score_candidates(self.pool, self.query, wants_modifiers=self.classification.wants_modifiers,
-                         semantic_systems=self.semantic_systems)
+                         semantic_systems=self.semantic_systems, priors=self.priors)
         decision = reflect(self.pool, self.query, self.systems, state=self.state, synonyms=self.finder.synonyms,
-                           can_add_systems=self.can_add_systems and bool(self.text))
+                           priors=self.priors)
         for system in self.systems:
             best = [candidate for candidate in self.pool.of(system) if candidate.confidence > 0]
             best.sort(key=lambda candidate: -candidate.confidence)

@@ -19,6 +19,7 @@ from sqlalchemy import Connection, Engine, text
 
 from medrag.codes.classify import HCPCS, ICD10CM
 from medrag.core.errors import MedragError
+from medrag.ingest.releases import release_sort_key
 
 DOCUMENT_SOURCE = {ICD10CM: "icd10cm", HCPCS: "hcpcs"}
 LEG_LIMIT = 50
@@ -40,6 +41,14 @@ class CodeRelease:
     label: str
     release_id: int
     is_current: bool
+
+
+@dataclass(frozen=True)
+class IndexRelease:
+    """The release whose ICD-10-CM Index the index leg reads (the searched release's own, else the newest loaded)."""
+
+    label: str
+    release_id: int
 
 
 @dataclass(frozen=True)
@@ -78,11 +87,14 @@ class CodeRow:
 
 @dataclass(frozen=True)
 class LegHit:
-    """Where one lookup placed a code."""
+    """Where one lookup placed a code; the index leg adds the Index entry that gave it (its path and lexemes)."""
 
     leg: str
     rank: int
     score: float
+    evidence: str = ""
+    lexemes: frozenset[str] = frozenset()
+    core: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -97,6 +109,8 @@ class Lookup:
     text: str = ""
     embedding: tuple[float, ...] | None = None
     kinds: tuple[str, ...] = ("procedure",)
+    lexemes: tuple[str, ...] = ()
+    index_release: IndexRelease | None = None
 
     def describe(self) -> str:
         """Short label for the trace."""
@@ -299,13 +313,64 @@ hit AS (
 )"""
 
 
+# What each index is called in a trace line.
+INDEX_TITLES = {"diseases": "Index", "external_causes": "External Cause Index", "drugs": "Table of Drugs",
+                "neoplasms": "Neoplasm Table"}
+_INDEX_TITLE_SQL = "CASE e.index_name " + " ".join(
+    f"WHEN '{name}' THEN '{title}'" for name, title in INDEX_TITLES.items()) + " END"
+# An index code that needs a 7th character ("T39.1X1", "W01.0"): placeholders X up to six characters, then A.
+_SEVENTH_A = ("CASE WHEN length(replace(b.base, '.', '')) = 3 THEN b.base || '.XXXA' "
+              "ELSE b.base || repeat('X', 6 - length(replace(b.base, '.', ''))) || 'A' END")
+
+
+def _index_hit(_system: str) -> str:
+    # Index entries sharing most of the term's lexemes (their path, modifiers and the words of the references that
+    # lead to them), then the fewest words the term does not explain. A code ending in "-" is the header to narrow;
+    # a code the Tabular extends with a 7th character gets "A" (initial encounter) when it is not billable itself.
+    return f"""
+matched AS (
+    SELECT e.index_name, e.path, e.column_name, e.code, e.core_lexemes,
+           tsvector_to_array(e.search_vector) AS lexemes,
+           cardinality(ARRAY(SELECT unnest(tsvector_to_array(e.search_vector))
+                             INTERSECT SELECT unnest(CAST(:lexemes AS text[])))) AS shared,
+           cardinality(ARRAY(SELECT unnest(e.core_lexemes) INTERSECT SELECT unnest(CAST(:lexemes AS text[]))))::float
+               / greatest(cardinality(e.core_lexemes), 1) AS precision,
+           {_INDEX_TITLE_SQL} AS index_title
+    FROM icd10cm_index_entry e
+    WHERE e.release_id = :index_release_id AND e.code IS NOT NULL
+      AND e.search_vector @@ to_tsquery('simple', :tsquery)
+    ORDER BY shared DESC, precision DESC, cardinality(e.path), e.code
+    LIMIT 4 * :limit
+),
+coded AS (
+    SELECT DISTINCT ON (c.code) c.code, m.shared + m.precision AS score, m.lexemes, m.core_lexemes,
+           m.index_title || ': ' || array_to_string(m.path, ' > ') || coalesce(', ' || m.column_name, '')
+               || ' -> ' || m.code
+               || CASE WHEN c.code <> b.base THEN ' (7th character A, initial encounter: D subsequent, S sequela)'
+                       ELSE '' END AS evidence
+    FROM matched m
+    CROSS JOIN LATERAL (SELECT rtrim(m.code, '-') AS base) b
+    JOIN icd10cm_code c ON c.release_id = :release_id AND c.code IN (b.base, {_SEVENTH_A})
+    ORDER BY c.code, m.shared DESC, m.precision DESC, c.billable DESC
+),
+hit AS (
+    SELECT code, (row_number() OVER (ORDER BY score DESC, code))::int AS leg_rank, score::float AS leg_score,
+           evidence, lexemes, core_lexemes
+    FROM coded
+    ORDER BY leg_rank
+    LIMIT :limit
+)"""
+
+
 _LEGS = {"exact": _exact_hit, "words": _words_hit, "fulltext": _fulltext_hit, "trigram": _trigram_hit,
-         "vector": _vector_hit, "children": _children_hit}
+         "vector": _vector_hit, "children": _children_hit, "index": _index_hit}
 
 
 def lookup_statement(leg: str, system: str) -> str:
     """The SQL of one leg for one system: codes with their rank and score in that leg."""
-    return f"WITH RECURSIVE {_LEGS[leg](system).lstrip()}\nSELECT code, leg_rank, leg_score FROM hit ORDER BY leg_rank"
+    extra = ", evidence, lexemes, core_lexemes" if leg == "index" else ""
+    return (f"WITH RECURSIVE {_LEGS[leg](system).lstrip()}\n"
+            f"SELECT code, leg_rank, leg_score{extra} FROM hit ORDER BY leg_rank")
 
 
 def vector_literal(values: Sequence[float]) -> str:
@@ -322,6 +387,8 @@ def run_lookup(engine: Engine, lookup: Lookup, release: CodeRelease, limit: int 
         "patterns": list(lookup.patterns), "tsquery": lookup.tsquery, "text": lookup.text,
         "source": DOCUMENT_SOURCE[lookup.system], "kinds": list(lookup.kinds),
         "embedding": vector_literal(lookup.embedding) if lookup.embedding is not None else None,
+        "lexemes": list(lookup.lexemes),
+        "index_release_id": lookup.index_release.release_id if lookup.index_release else None,
     }
     statement = text(lookup_statement(lookup.leg, lookup.system))
     with engine.begin() as conn:
@@ -330,7 +397,11 @@ def run_lookup(engine: Engine, lookup: Lookup, release: CodeRelease, limit: int 
             conn.execute(text("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
                               "set_config('hnsw.ef_search', '100', true)"))
         rows = conn.execute(statement, params).all()
-    hits = [(row.code, LegHit(lookup.leg, row.leg_rank, float(row.leg_score or 0.0))) for row in rows]
+    if lookup.leg == "index":
+        hits = [(row.code, LegHit(lookup.leg, row.leg_rank, float(row.leg_score or 0.0), row.evidence,
+                                  frozenset(row.lexemes or ()), frozenset(row.core_lexemes or ()))) for row in rows]
+    else:
+        hits = [(row.code, LegHit(lookup.leg, row.leg_rank, float(row.leg_score or 0.0))) for row in rows]
     return LookupResult(lookup, hits, (time.perf_counter() - started) * 1000)
 
 
@@ -372,6 +443,20 @@ def load_releases(conn: Connection) -> dict[str, list[CodeRelease]]:
     for row in rows:
         releases[systems[row.source]].append(CodeRelease(systems[row.source], row.label, row.id, row.is_current))
     return releases
+
+
+_INDEX_RELEASES = text(
+    "SELECT r.id, r.label FROM release r WHERE r.source = 'icd10cm' AND r.status IN ('loaded', 'partial') "
+    "AND EXISTS (SELECT 1 FROM icd10cm_index_entry e WHERE e.release_id = r.id)"
+)
+
+
+def index_release_for(conn: Connection, release: CodeRelease) -> IndexRelease | None:
+    """The release whose Index the index leg reads for `release`: its own, else the newest with an Index."""
+    found = {row.id: IndexRelease(row.label, row.id) for row in conn.execute(_INDEX_RELEASES)}
+    if release.release_id in found:
+        return found[release.release_id]
+    return max(found.values(), key=lambda item: release_sort_key(item.label), default=None)
 
 
 def pick_release(releases: dict[str, list[CodeRelease]], systems: list[str], label: str | None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from medrag.codes.classify import ICD10CM, SYSTEMS
+from medrag.codes.classify import ICD10CM
 from medrag.codes.consolidate import MIN_CONFIDENCE, CandidatePool, ranked
 from medrag.codes.synonyms import SynonymTable
 from medrag.codes.terms import Concept, TermQuery
@@ -31,13 +31,12 @@ class Decision:
     expansions: list[tuple[Concept, tuple[str, ...]]] = field(default_factory=list)  # concept, synonym wordings
     misspelled: dict[str, list[str]] = field(default_factory=dict)  # system -> words to correct by trigram
     dropped: list[str] = field(default_factory=list)  # qualifiers left out of the lookups (already applied)
-    add_systems: list[str] = field(default_factory=list)
     headers: list[str] = field(default_factory=list)  # ICD-10-CM headers whose billable codes to fetch
 
     @property
     def done(self) -> bool:
         """Nothing left to try."""
-        return not (self.expansions or self.misspelled or self.dropped or self.add_systems or self.headers)
+        return not (self.expansions or self.misspelled or self.dropped or self.headers)
 
 
 @dataclass
@@ -47,7 +46,6 @@ class ReflectState:
     spelling_tried: set[tuple[str, str]] = field(default_factory=set)
     synonyms_tried: set[str] = field(default_factory=set)
     headers_expanded: set[str] = field(default_factory=set)
-    systems_added: bool = False
 
 
 def _is_weak(pool: CandidatePool, system: str) -> tuple[bool, str]:
@@ -62,13 +60,20 @@ def _is_weak(pool: CandidatePool, system: str) -> tuple[bool, str]:
 
 
 def reflect(pool: CandidatePool, query: TermQuery, systems: list[str], *, state: ReflectState,
-            synonyms: SynonymTable, can_add_systems: bool) -> Decision:
-    """Decide the next round from the scored pool (qualifiers left out are marked on the query itself)."""
+            synonyms: SynonymTable, priors: dict[str, float] | None = None) -> Decision:
+    """Decide the next round from the scored pool (qualifiers left out are marked on the query itself).
+
+    A weak system is broadened when the classifier favours it (its routing prior is the highest), or when no
+    system found anything: a supply term is not spelled-corrected against diagnoses while HCPCS answers it.
+    """
     decision = Decision()
     weak = {}
+    priors = priors or {}
+    favoured = max((priors.get(system, 1.0) for system in systems), default=1.0)
+    nothing_found = all(not ranked(pool, system) for system in systems)
     for system in systems:
         is_weak, reason = _is_weak(pool, system)
-        if is_weak:
+        if is_weak and (priors.get(system, 1.0) >= favoured or nothing_found):
             weak[system] = reason
     for system, reason in weak.items():
         pending = []
@@ -103,19 +108,13 @@ def reflect(pool: CandidatePool, query: TermQuery, systems: list[str], *, state:
             state.headers_expanded.update(headers)
             decision.headers = headers
             decision.reasons.append(f"{ICD10CM}: too general: narrow {', '.join(headers)} to billable leaf codes")
-    if (decision.done and can_add_systems and not state.systems_added
-            and all(not ranked(pool, system) for system in systems)):
-        others = [system for system in SYSTEMS if system not in systems]
-        if others:
-            state.systems_added = True
-            decision.add_systems = others
-            decision.reasons.append(f"nothing found: search {', '.join(others)} too")
     return decision
 
 
 def _unmatched_words(pool: CandidatePool, query: TermQuery, system: str, state: ReflectState) -> list[str]:
     """Typed words of the system's concepts that no candidate of the system contains, not yet corrected."""
-    seen = frozenset().union(*(candidate.row.lexemes for candidate in pool.of(system)))
+    seen = frozenset().union(*(candidate.row.lexemes for candidate in pool.of(system)),
+                             *(term.lexemes for candidate in pool.of(system) for term in candidate.index_terms()))
     words = []
     for concept in query.focus(system):
         # A concept the synonym table knows is not misspelled; one already matched or corrected needs nothing.

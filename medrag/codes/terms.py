@@ -121,6 +121,16 @@ class TermQuery:
                 clauses.append("(" + " | ".join(f"({option})" for option in options) + ")")
         return " & ".join(clauses)
 
+    def searched_lexemes(self, system: str) -> tuple[str, ...]:
+        """Every lexeme of every wording of the searched concepts (the index leg matches any of them)."""
+        found = {lexeme for concept in self.searched(system) for wording in concept.wordings
+                 for lexeme in wording.lexemes}
+        return tuple(sorted(found))
+
+    def any_tsquery(self, system: str) -> str:
+        """Full-text query matching any lexeme of the searched concepts."""
+        return " | ".join(_quote(lexeme) for lexeme in self.searched_lexemes(system))
+
     def describe(self) -> str:
         """'copd (= chronic obstructive pulmonary disease) + exacerbation' for the trace."""
         parts = []

@@ -31,6 +31,8 @@ MCD_CURRENT_LCD_ZIP = f"{MCD_EXPORTS}/current_lcd.zip"
 HCPCS_PAGE = "/medicare/coding-billing/healthcare-common-procedure-system/quarterly-update"
 HCPCS_ZIP = "/files/zip/2019-alpha-numeric-hcpcs-file.zip"
 HCPCS_ZIP_LINK_TEXT = "2019 Alpha-Numeric HCPCS File (ZIP)"
+HCPCS_2025_ZIP = "/files/zip/january-2025-alpha-numeric-hcpcs-file.zip"
+HCPCS_2025_LINK_TEXT = "January 2025 Alpha-Numeric HCPCS File (ZIP)"
 HCPCS_LAYOUT_ZIP = "/files/zip/hcpcs-record-layout.zip"
 HCPCS_LAYOUT_LINK_TEXT = "HCPCS Record Layout (ZIP)"
 
@@ -39,6 +41,10 @@ ICD10CM_2021_ZIP = "/files/zip/2021-code-tables-and-index.zip"
 ICD10CM_2021_LINK_TEXT = "2021 Code Tables and Index (ZIP)"
 ICD10CM_2026_ZIP = "/files/zip/2026-code-tables-tabular-and-index.zip"
 ICD10CM_2026_LINK_TEXT = "2026 Code Tables, Tabular and Index (ZIP)"
+ICD10CM_2025_CODES_ZIP = "/files/zip/2025-code-descriptions-tabular-order.zip"
+ICD10CM_2025_CODES_LINK_TEXT = "2025 Code Descriptions in Tabular Order (ZIP)"
+ICD10CM_2025_INDEX_ZIP = "/files/zip/2025-code-tables-tabular-and-index.zip"
+ICD10CM_2025_INDEX_LINK_TEXT = "2025 Code Tables, Tabular and Index (ZIP)"
 
 IOM_INDEX_PAGE = "/medicare/regulations-guidance/manuals/internet-only-manuals-ioms"
 IOM_ITEMS = "/regulations-and-guidance/guidance/manuals/internet-only-manuals-ioms-items"
@@ -101,13 +107,22 @@ MCD_PARTS: tuple[tuple[str, str], ...] = (("ncd", "ncd data dictionary.pdf"),
 _MCD_PART_URLS = {"ncd": MCD_NCD_ZIP, "current_lcd": MCD_CURRENT_LCD_ZIP}
 
 HCPCS_FILES = {HCPCS_ZIP: "hcpcs/2019-Alpha-Numeric-HCPCS-File.zip",
+               HCPCS_2025_ZIP: "hcpcs/january-2025-alpha-numeric-hcpcs-file.zip",
                HCPCS_LAYOUT_ZIP: "hcpcs/2019-HCPCS-Record-Layout.zip"}
 # Each code-tables zip: (arcname, file under cms_dir).
 ICD10CM_ZIPS: dict[str, tuple[tuple[str, str], ...]] = {
     ICD10CM_2021_ZIP: (("icd10cm_tabular_2021.xml", "icd10cm/icd10cm_tabular_2021.xml"),
                        ("icd10cm-order-Jan-2021.txt", "icd10cm/icd10cm-order-Jan-2021.txt")),
     ICD10CM_2026_ZIP: (("icd10c-tabular-April-1-2026.xml", "icd10cm/icd10c-tabular-April-1-2026.xml"),),
+    # CDC's FY2025 "table and index" zip holds the tabular XML and the four index files; offline there is no
+    # tabular XML and no Index to Diseases XML, so the labelled derived CSV stands in for the latter (the loader
+    # records which file each index came from).
+    ICD10CM_2025_INDEX_ZIP: tuple((name, f"icd10cm/fy2025/{name}") for name in (
+        "icd-10-cm-eindex-2025.xml", "icd-10-cm-drug-2025.xml", "icd-10-cm-neoplasm-2025.xml",
+        "icd10cm-index-2025.xsd", "icd-10-cm-drug-neoplasm-2025.xsd", "DERIVED-index-to-diseases-2025.csv")),
 }
+# CDC zips served as published.
+ICD10CM_FILES = {ICD10CM_2025_CODES_ZIP: "icd10cm/fy2025/icd10cm-codes-2025.zip"}
 
 
 def build_mirror(
@@ -147,6 +162,7 @@ def _corpus_files() -> list[str]:
     """Paths under cms_dir (besides the MCD CSV folders) that the mirror reads."""
     names = list(HCPCS_FILES.values())
     names += [source for members in ICD10CM_ZIPS.values() for _arcname, source in members]
+    names += list(ICD10CM_FILES.values())
     for part, dictionary in MCD_PARTS:
         names += [f"mcd/{part}/{dictionary}", f"mcd/{part}/readme_first.txt"]
     names += sorted({f"pdf_standins/{c.standin}" for manual in IOM_MANUALS for c in manual.chapters})
@@ -280,18 +296,24 @@ def _build_hcpcs(site: _Site, cms_dir: Path) -> None:
         "<p>HCPCS quarterly update files are listed below.</p>",
         "<h2>Related Links</h2><ul>",
         f"<li>{site.link(HCPCS_PAGE, HCPCS_LAYOUT_ZIP, HCPCS_LAYOUT_LINK_TEXT)}</li>",
+        f"<li>{site.link(HCPCS_PAGE, HCPCS_2025_ZIP, HCPCS_2025_LINK_TEXT)}</li>",
         f"<li>{site.link(HCPCS_PAGE, HCPCS_ZIP, HCPCS_ZIP_LINK_TEXT)}</li>",
         "</ul>",
     ])
 
 
 def _build_icd10cm(site: _Site, cms_dir: Path) -> None:
-    """A code-tables page linking the FY2021 and FY2026 (April update) zips."""
+    """A code-tables page linking the FY2021, FY2025 (two zips) and FY2026 (April update) zips."""
     for url_path, members in ICD10CM_ZIPS.items():
         site.zip(url_path, [(arcname, cms_dir / source) for arcname, source in members])
+    for url_path, source in ICD10CM_FILES.items():
+        site.copy(url_path, cms_dir / source)
     site.page(ICD10CM_PAGE, "ICD-10-CM Files", [
         "<h2>2026 ICD-10-CM</h2>",
         f"<p>{site.link(ICD10CM_PAGE, ICD10CM_2026_ZIP, ICD10CM_2026_LINK_TEXT)}</p>",
+        "<h2>2025 ICD-10-CM</h2>",
+        f"<p>{site.link(ICD10CM_PAGE, ICD10CM_2025_CODES_ZIP, ICD10CM_2025_CODES_LINK_TEXT)}</p>",
+        f"<p>{site.link(ICD10CM_PAGE, ICD10CM_2025_INDEX_ZIP, ICD10CM_2025_INDEX_LINK_TEXT)}</p>",
         "<h2>2021 ICD-10-CM</h2>",
         f"<p>{site.link(ICD10CM_PAGE, ICD10CM_2021_ZIP, ICD10CM_2021_LINK_TEXT)}</p>",
     ])

@@ -3,28 +3,22 @@
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as StdlibElementTree
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from xml.etree.ElementTree import Element
 
-import defusedxml
-import defusedxml.ElementTree as SafeElementTree
 from sqlalchemy import Connection
 
-from medrag.core.errors import MedragError
 from medrag.core.identifiers import dotted_icd10cm
-from medrag.ingest.archive import open_zip_safely, safe_extract
+from medrag.ingest.archive import safe_extract
 from medrag.ingest.copy import copy_rows
 from medrag.ingest.links import page_links
 from medrag.sources.common import GetPage, LoadReport, ReleaseCandidate, RemoteFile
-
-
-class Icd10cmFormatError(MedragError):
-    """An ICD-10-CM release file (or release archive) is malformed, unsafe or not what its name claims."""
-
+from medrag.sources.icd10cm.index import INDEX_ENTRY_COLUMNS, index_member_kind, index_rows, parse_index_files
+from medrag.sources.icd10cm.xmlfile import Icd10cmFormatError, parse_xml_safely
+from medrag.sources.icd10cm.xmlfile import clean_text as _clean
 
 # Instructional-note elements shared by chapters, sections and diags, mapped to their column names.
 NOTE_COLUMNS: dict[str, str] = {
@@ -90,7 +84,6 @@ FULL_CODE_LENGTH = 7
 # not a note); they are counted in TabularRelease.skipped_elements rather than silently vanishing.
 _STRUCTURAL_TAGS = {"name", "desc", "diag", "sevenChrNote", "sevenChrDef", "section", "sectionIndex"}
 
-_WHITESPACE = re.compile(r"\s+")
 _ORDER_CODE = re.compile(r"[A-Z][0-9A-Z]{2,6}")
 _EXPLICIT_FY = re.compile(r"(?i)(?<![a-z0-9])fy[\s_-]?((?:19|20)\d{2})(?!\d)")
 _BARE_YEAR = re.compile(r"(?<!\d)((?:19|20)\d{2})(?!\d)")
@@ -157,14 +150,6 @@ def find_order_member(zip_names: Iterable[str], archive_name: str = "zip archive
 
 
 # ---------------------------------------------------------------------------------------------- tabular
-
-
-def _clean(text: str | None) -> str | None:
-    """Collapse whitespace runs (the XML is pretty-printed, some notes start with tabs); '' becomes None."""
-    if text is None:
-        return None
-    collapsed = _WHITESPACE.sub(" ", text).strip()
-    return collapsed or None
 
 
 def _element_text(element: Element) -> str | None:
@@ -296,29 +281,10 @@ class _CodeCollector:
             self._add(child, chapter, section_id, code, depth + 1, seven_chr_from)
 
 
-def _parse_xml_safely(path: Path) -> Element:
-    """Parse with defusedxml so entity bombs and external references become Icd10cmFormatError."""
-    try:
-        tree = SafeElementTree.parse(str(path), forbid_dtd=False, forbid_entities=True, forbid_external=True)
-    except defusedxml.EntitiesForbidden as exc:
-        raise Icd10cmFormatError(
-            f"{path}: XML declares an entity ({exc}); refused (XML bomb / external entity protection)"
-        ) from exc
-    except (defusedxml.ExternalReferenceForbidden, defusedxml.DTDForbidden) as exc:
-        raise Icd10cmFormatError(f"{path}: XML refers to external resources ({exc}); refused") from exc
-    except defusedxml.DefusedXmlException as exc:
-        raise Icd10cmFormatError(f"{path}: unsafe XML refused ({exc})") from exc
-    except StdlibElementTree.ParseError as exc:
-        raise Icd10cmFormatError(f"{path}: not well-formed XML ({exc}); truncated or corrupt file?") from exc
-    except OSError as exc:
-        raise Icd10cmFormatError(f"{path}: cannot read tabular XML ({exc})") from exc
-    return tree.getroot()
-
-
 def parse_tabular(path: Path) -> TabularRelease:
     """Parse a CDC ICD-10-CM tabular XML into chapter, section and code rows."""
     path = Path(path)
-    root = _parse_xml_safely(path)
+    root = parse_xml_safely(path, "tabular XML")
     if root.tag != TABULAR_ROOT_TAG:
         raise Icd10cmFormatError(f"{path}: root element is <{root.tag}>, expected <{TABULAR_ROOT_TAG}>")
     version = _clean(root.findtext("version"))
@@ -415,46 +381,101 @@ _CODE_TABLES_LINK = re.compile(r"code\s+tables|tabular", re.IGNORECASE)
 
 
 class Icd10cmSource:
-    """ICD-10-CM: the code-tables zips (tabular XML + order file) -> icd10cm_chapter/section/code/order_code."""
+    """ICD-10-CM: a fiscal year's zips (tabular XML, order file, index files) -> the icd10cm_* tables."""
 
     name = "icd10cm"
-    tables = ("icd10cm_chapter", "icd10cm_section", "icd10cm_code", "icd10cm_order_code")
+    tables = ("icd10cm_chapter", "icd10cm_section", "icd10cm_code", "icd10cm_order_code", "icd10cm_index_entry")
 
     def discover(self, page_url: str, get_page: GetPage) -> list[ReleaseCandidate]:
-        """One candidate per code-tables zip link, labelled FYyyyy, newest first."""
+        """One candidate per fiscal year, newest first, with every code-table zip linked for that year.
+
+        CDC publishes a year as several zips (code descriptions with the order file; tabular and index): a
+        release is all of them.
+        """
         candidates: dict[str, ReleaseCandidate] = {}
         for url, text in page_links(get_page(page_url), page_url):
             if not url.lower().endswith(".zip") or not _CODE_TABLES_LINK.search(text + " " + url):
                 continue
             label = fiscal_year_label(text) or fiscal_year_label(PurePosixPath(url).name)
-            if label and label not in candidates:
-                candidates[label] = ReleaseCandidate(label, [RemoteFile(url, text)])
+            if not label:
+                continue
+            candidate = candidates.setdefault(label, ReleaseCandidate(label, []))
+            if all(remote.url != url for remote in candidate.files):
+                candidate.files.append(RemoteFile(url, text))
         return [candidates[label] for label in sorted(candidates, reverse=True)]
 
     def load(self, conn: Connection, release_id: int, files: list[Path], workdir: Path) -> LoadReport:
-        """Extract the zip safely, parse the tabular XML (and the order file when present), COPY the rows."""
-        (zip_path,) = files
-        with open_zip_safely(zip_path) as archive:
-            names = archive.namelist()
-        tabular_name = find_tabular_member(names, str(zip_path))
-        order_name = find_order_member(names, str(zip_path))
-        extracted = {path.relative_to(workdir).as_posix(): path for path in safe_extract(zip_path, workdir)}
-        tabular = parse_tabular(extracted[tabular_name])
+        """Extract the zips safely, parse the tabular XML (or, without one, the order file) and the index files.
+
+        A year without tabular XML (CDC's "code descriptions" zip alone) still loads: its codes come from the
+        order file, without notes, so releases can be compared.
+        """
+        members = _extract_members(files, workdir)
+        names = list(members)
+        where = ", ".join(path.name for path in files)
+        tabular_names = _candidate_members(names, "tabular", ".xml")
+        if len(tabular_names) > 1:
+            raise Icd10cmFormatError(f"{where}: several tabular XML members, ambiguous: {sorted(tabular_names)}")
+        order_name = find_order_member(names, where)
+        if not tabular_names and not order_name:
+            raise Icd10cmFormatError(f"{where}: no *tabular*.xml member and no order file among {sorted(names)}")
         constants = {"release_id": release_id}
-        rows = {
-            "icd10cm_chapter": copy_rows(conn, "icd10cm_chapter", ICD10CM_CHAPTER_COLUMNS, tabular.chapters,
-                                         constants=constants),
-            "icd10cm_section": copy_rows(conn, "icd10cm_section", ICD10CM_SECTION_COLUMNS, tabular.sections,
-                                         constants=constants),
-            "icd10cm_code": copy_rows(conn, "icd10cm_code", ICD10CM_CODE_COLUMNS, tabular.codes, constants=constants),
-        }
-        # CDC ships the order file in a separate "code descriptions" zip, so its absence here is normal.
-        if order_name:
-            order_rows = parse_order_file(extracted[order_name])
-            rows["icd10cm_order_code"] = copy_rows(
-                conn, "icd10cm_order_code", ICD10CM_ORDER_COLUMNS, order_rows, constants=constants
-            )
-        return LoadReport(rows=rows, notes={"version": tabular.version, "order_file": order_name})
+        rows: dict[str, int] = {}
+        notes: dict[str, object] = {"order_file": order_name}
+        order_rows = parse_order_file(members[order_name]) if order_name else []
+        if tabular_names:
+            tabular = parse_tabular(members[tabular_names[0]])
+            notes["version"] = tabular.version
+            rows["icd10cm_chapter"] = copy_rows(conn, "icd10cm_chapter", ICD10CM_CHAPTER_COLUMNS, tabular.chapters,
+                                                constants=constants)
+            rows["icd10cm_section"] = copy_rows(conn, "icd10cm_section", ICD10CM_SECTION_COLUMNS, tabular.sections,
+                                                constants=constants)
+            code_rows = tabular.codes
+        else:
+            notes["codes_from"] = "order file (no tabular XML in this release)"
+            code_rows = codes_from_order(order_rows)
+        rows["icd10cm_code"] = copy_rows(conn, "icd10cm_code", ICD10CM_CODE_COLUMNS, code_rows, constants=constants)
+        if order_rows:
+            rows["icd10cm_order_code"] = copy_rows(conn, "icd10cm_order_code", ICD10CM_ORDER_COLUMNS, order_rows,
+                                                   constants=constants)
+        index_files = {name: path for name, path in members.items() if index_member_kind(name)}
+        if index_files:
+            parsed = parse_index_files(index_files)
+            entries = [row for index in parsed for row in index_rows(index)]
+            rows["icd10cm_index_entry"] = copy_rows(conn, "icd10cm_index_entry", INDEX_ENTRY_COLUMNS, entries,
+                                                    constants=constants)
+            notes["index_files"] = {index.index_name: index.source_file for index in parsed}
+        return LoadReport(rows=rows, notes=notes)
+
+
+def _extract_members(files: list[Path], workdir: Path) -> dict[str, Path]:
+    """Every member of every zip, extracted safely under its own folder: {member name: path}."""
+    members: dict[str, Path] = {}
+    for number, zip_path in enumerate(files):
+        target = workdir / f"zip{number}"
+        for path in safe_extract(zip_path, target):
+            members.setdefault(path.relative_to(target).as_posix(), path)
+    return members
+
+
+def codes_from_order(order_rows: list[dict]) -> list[dict]:
+    """icd10cm_code rows from an order file: code, long description, billable flag, parent by prefix, order."""
+    known: set[str] = set()
+    codes = []
+    for row in order_rows:
+        code = row["code"]
+        bare = code.replace(".", "")
+        parent = next((candidate for length in range(len(bare) - 1, 2, -1)
+                       if (candidate := dotted_icd10cm(bare[:length])) in known), None)
+        known.add(code)
+        codes.append({
+            "code": code, "description": row["long_description"], "parent_code": parent, "chapter": None,
+            "section_id": None, "depth": len(bare) - 2, "tabular_order": row["order_number"],
+            "billable": row["billable"], "requires_seventh_character": None, "is_placeholder": "X" in bare[3:],
+            **dict.fromkeys(NOTE_COLUMNS.values()),
+            "seven_chr_note": None, "seven_chr_def": None, "seven_chr_def_notes": None, "seven_chr_def_from": None,
+        })
+    return codes
 
 
 SOURCE = Icd10cmSource()

@@ -1,0 +1,340 @@
+"""The ICD-10-CM Index as rows: index terms with their paths, codes and resolved cross-references.
+
+CDC ships four index files with each release (XML, root `<ICD10CM.index>`): the Index to Diseases and Injuries and
+the External Cause Index (`letter/mainTerm/term[@level]`, each with a `title` that may hold `<nemod>` nonessential
+modifiers, and `code`, `see`, `seeAlso`), the Table of Drugs and Chemicals and the Neoplasm Table (the same tree,
+with a `cell` per column: substance x intent, site x behaviour). Every term becomes one row of
+icd10cm_index_entry per code it gives: one row for a plain index term, one per filled cell for a table row.
+
+A "see" or "see also" reference is resolved to the entry it names ("Stone" see also "Calculus" -> the main term
+Calculus), and the referring words become aliases of that entry and everything under it: "stone" then finds
+Calculus > ureter -> N20.1, as a coder following the reference would. A reference into the Table of Drugs
+("Overdose" see "Table of Drugs and Chemicals, by drug, poisoning") from a main term makes that term an alias of
+the table's matching columns. References into the Neoplasm Table ("Neoplasm, malignant, by site") are kept as text only.
+
+Offline, a third party's flattening of the FY2025 Index to Diseases (`DERIVED-index-to-diseases-*.csv`, never a
+production input) may stand in for the main index XML: same rows, marked by source_file.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from xml.etree.ElementTree import Element
+
+from medrag.sources.icd10cm.xmlfile import Icd10cmFormatError, clean_text, parse_xml_safely
+
+INDEX_ROOT_TAG = "ICD10CM.index"
+DISEASES, EXTERNAL_CAUSES, DRUGS, NEOPLASMS = "diseases", "external_causes", "drugs", "neoplasms"
+INDEX_NAMES = (DISEASES, EXTERNAL_CAUSES, DRUGS, NEOPLASMS)
+# The stand-in for the Index to Diseases offline (see the module docstring).
+DERIVED_INDEX_CSV = re.compile(r"derived-index-to-diseases[^/]*\.csv$", re.IGNORECASE)
+DERIVED_CSV_COLUMNS = ("RowID", "Letter", "Level", "Term", "See", "SeeAlso", "NonEssModif", "Code")
+_EMPTY_CELL = "--"
+# A term that more references point at than this is a generic target ("see also condition": 606 references in
+# FY2025; the next most-referenced term has 92): its referrers are not aliases of what stands under it.
+MAX_REFERRERS = 200
+_DRUG_TABLE_REFERENCE = re.compile(r"^table of drugs", re.IGNORECASE)
+# Which drug-table columns a reference into the table means, by the words it (or its source term) uses.
+_DRUG_COLUMN_WORDS = (
+    (re.compile(r"adverse effect|6th character 5", re.IGNORECASE), "adverse effect"),
+    (re.compile(r"underdos|final character 6", re.IGNORECASE), "underdosing"),
+    (re.compile(r"poison|overdos|wrong substance|toxic", re.IGNORECASE), "poisoning"),
+)
+
+INDEX_ENTRY_COLUMNS: list[tuple[str, str]] = [
+    ("index_name", "text"),
+    ("entry_id", "integer"),
+    ("parent_id", "integer"),
+    ("level", "integer"),
+    ("title", "text"),
+    ("nemod", "text"),
+    ("path", "text[]"),
+    ("column_name", "text"),
+    ("code", "text"),
+    ("see", "text"),
+    ("see_also", "text"),
+    ("see_entry_id", "integer"),
+    ("aliases", "text[]"),
+    ("search_text", "text"),
+    ("core_text", "text"),
+    ("source_file", "text"),
+]
+
+
+@dataclass
+class IndexEntry:
+    """One index term: where it stands in the tree and what it gives (a code, cells, or a reference)."""
+
+    entry_id: int
+    parent_id: int | None
+    level: int
+    title: str
+    nemod: str | None = None
+    code: str | None = None
+    cells: dict[str, str] = field(default_factory=dict)  # column heading -> code (tables)
+    see: str | None = None
+    see_also: str | None = None
+    see_entry_id: int | None = None
+    aliases: list[str] = field(default_factory=list)
+    path: tuple[str, ...] = ()
+
+
+@dataclass
+class ParsedIndex:
+    """One index file: which index it is, its column headings (tables) and its entries in document order."""
+
+    index_name: str
+    source_file: str
+    version: str | None
+    columns: tuple[str, ...] = ()
+    entries: list[IndexEntry] = field(default_factory=list)
+    column_aliases: dict[str, list[str]] = field(default_factory=dict)
+
+
+def index_member_kind(name: str) -> str | None:
+    """Which index a release-zip member holds, from its file name (None: not an index file)."""
+    base = PurePosixPath(name).name.lower()
+    if DERIVED_INDEX_CSV.search(base):
+        return DISEASES
+    if not base.endswith(".xml") or "tabular" in base:
+        return None
+    if "drug" in base:
+        return DRUGS
+    if "neoplasm" in base:
+        return NEOPLASMS
+    if "eindex" in base:
+        return EXTERNAL_CAUSES
+    if "index" in base:
+        return DISEASES
+    return None
+
+
+def _title_parts(title: Element) -> tuple[str, str | None]:
+    """A title's own words and its nonessential modifiers ("Abasia" + "(-astasia) (hysterical)")."""
+    nemods = [clean_text("".join(nemod.itertext())) for nemod in title.findall("nemod")]
+    own = (title.text or "") + "".join(nemod.tail or "" for nemod in title.findall("nemod"))
+    return clean_text(own) or "", " ".join(text for text in nemods if text) or None
+
+
+def parse_index_xml(path: Path, expected: str | None = None) -> ParsedIndex:
+    """Parse one CDC index XML (index, external cause index, drug or neoplasm table) into entries."""
+    path = Path(path)
+    root = parse_xml_safely(path, "index XML")
+    if root.tag != INDEX_ROOT_TAG:
+        raise Icd10cmFormatError(f"{path}: root element is <{root.tag}>, expected <{INDEX_ROOT_TAG}>")
+    headings = {head.get("col"): clean_text(head.text) or "" for head in root.iter("head")}
+    first_heading = headings.get("1", "").lower()
+    kind = expected or index_member_kind(path.name)
+    if first_heading.startswith("substance"):
+        kind = DRUGS
+    elif first_heading.startswith("neoplasm"):
+        kind = NEOPLASMS
+    elif "external cause" in (clean_text(root.findtext("title")) or "").lower():
+        kind = EXTERNAL_CAUSES
+    if kind is None:
+        raise Icd10cmFormatError(f"{path}: cannot tell which ICD-10-CM index this is")
+    parsed = ParsedIndex(kind, path.name, clean_text(root.findtext("version")),
+                         tuple(headings[col] for col in sorted(headings, key=int) if col != "1"))
+    for letter in root.findall("letter"):
+        for main_term in letter.findall("mainTerm"):
+            _add_term(parsed, main_term, None, 0, headings, path)
+    if not parsed.entries:
+        raise Icd10cmFormatError(f"{path}: no <letter>/<mainTerm> entries found")
+    return parsed
+
+
+def _add_term(parsed: ParsedIndex, element: Element, parent_id: int | None, level: int,
+              headings: dict[str | None, str], path: Path) -> None:
+    title_element = element.find("title")
+    if title_element is None:
+        raise Icd10cmFormatError(f"{path}: an index term at level {level} has no <title>")
+    title, nemod = _title_parts(title_element)
+    if not title:
+        title, nemod = nemod or "", None
+    entry = IndexEntry(len(parsed.entries) + 1, parent_id, level, title, nemod,
+                       code=clean_text(element.findtext("code")) or clean_text(element.findtext("subcat")),
+                       see=clean_text(element.findtext("see")) or clean_text(element.findtext("seecat")),
+                       see_also=clean_text(element.findtext("seeAlso")))
+    for cell in element.findall("cell"):
+        value = clean_text(cell.text)
+        if value and value != _EMPTY_CELL and cell.get("col") in headings:
+            entry.cells[headings[cell.get("col")]] = value
+    parsed.entries.append(entry)
+    for child in element.findall("term"):
+        child_level = int(child.get("level") or level + 1)
+        _add_term(parsed, child, entry.entry_id, child_level, headings, path)
+
+
+def parse_derived_index_csv(path: Path) -> ParsedIndex:
+    """Parse the derived flattening of the Index to Diseases (a stand-in offline, see the module docstring)."""
+    path = Path(path)
+    parsed = ParsedIndex(DISEASES, path.name, None)
+    parents: list[int] = []
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            reader = csv.DictReader(handle)
+            if tuple(reader.fieldnames or ()) != DERIVED_CSV_COLUMNS:
+                raise Icd10cmFormatError(f"{path}: columns {reader.fieldnames} are not {list(DERIVED_CSV_COLUMNS)}")
+            for number, row in enumerate(reader, start=2):
+                level = int(row["Level"]) if (row["Level"] or "").isdigit() else -1
+                # A title that is all nonessential modifier ("(somatoform)") keeps it as its words.
+                title, nemod = clean_text(row["Term"]), clean_text(row["NonEssModif"])
+                if level < 0 or level > len(parents) or not (title or nemod):
+                    raise Icd10cmFormatError(f"{path}: line {number} has no term or a level that skips a step")
+                del parents[level:]
+                entry = IndexEntry(len(parsed.entries) + 1, parents[-1] if parents else None, level,
+                                   title or nemod or "", nemod if title else None,
+                                   code=clean_text(row["Code"]), see=clean_text(row["See"]),
+                                   see_also=clean_text(row["SeeAlso"]))
+                parsed.entries.append(entry)
+                parents.append(entry.entry_id)
+    except UnicodeDecodeError as exc:
+        raise Icd10cmFormatError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except csv.Error as exc:
+        raise Icd10cmFormatError(f"{path}: not a readable CSV ({exc})") from exc
+    if not parsed.entries:
+        raise Icd10cmFormatError(f"{path}: no index rows")
+    return parsed
+
+
+# -- cross-references ------------------------------------------------------------------------------------------------
+
+
+_NOT_ELSEWHERE = re.compile(r"\s+(nec|nos)$")
+
+
+def _keys(title: str) -> set[str]:
+    """How a reference may name a term: its whole title or its first comma part ("Calculus, calculi" -> both),
+    with or without a closing NEC / NOS ("aircraft" names "aircraft NEC")."""
+    whole = title.lower().strip()
+    keys = {whole, whole.split(",")[0].strip()}
+    return keys | {_NOT_ELSEWHERE.sub("", key) for key in keys}
+
+
+def resolve_references(indexes: Iterable[ParsedIndex]) -> None:
+    """Fill paths, resolve see / see-also to entries of the same index, and collect aliases (see the docstring)."""
+    indexes = list(indexes)
+    drug_tables = [parsed for parsed in indexes if parsed.index_name == DRUGS]
+    for parsed in indexes:
+        by_id = {entry.entry_id: entry for entry in parsed.entries}
+        children: dict[int | None, list[IndexEntry]] = {}
+        for entry in parsed.entries:
+            parent = by_id.get(entry.parent_id) if entry.parent_id else None
+            entry.path = (*(parent.path if parent else ()), entry.title)
+            children.setdefault(entry.parent_id, []).append(entry)
+        for entry in parsed.entries:
+            words = " ".join(entry.path)
+            for reference in (entry.see, entry.see_also):
+                if not reference:
+                    continue
+                if _DRUG_TABLE_REFERENCE.match(reference):
+                    # Only main terms ("Overdose", "Poisoning"): a subterm's words ("Shock > drug > overdose")
+                    # would reach every row of the table.
+                    if entry.level == 0:
+                        for table in drug_tables:
+                            _alias_drug_columns(table, f"{reference} {words}", entry.title)
+                    continue
+                target = _resolve(reference, children)
+                if target is None or target is entry:
+                    continue
+                if entry.see_entry_id is None:
+                    entry.see_entry_id = target.entry_id
+                if words not in target.aliases:
+                    target.aliases.append(words)
+        for entry in parsed.entries:
+            if len(entry.aliases) > MAX_REFERRERS:
+                entry.aliases = []
+
+
+def _resolve(reference: str, children: dict[int | None, list[IndexEntry]]) -> IndexEntry | None:
+    """The entry a reference names: the longest comma-joined prefix that is a main term, then its subterms."""
+    parts = [part.strip() for part in reference.split(",") if part.strip()]
+    for split in range(len(parts), 0, -1):
+        main = _child_named(children.get(None, []), ", ".join(parts[:split]))
+        if main is None:
+            continue
+        target = main
+        for part in parts[split:]:
+            target = _child_named(children.get(target.entry_id, []), part)
+            if target is None:
+                # Half a reference ("Neoplasm, skin, by site") would alias the whole main term: none is safer.
+                return None
+        return target
+    return None
+
+
+def _child_named(entries: list[IndexEntry], name: str) -> IndexEntry | None:
+    wanted = name.lower().strip()
+    for entry in entries:
+        if wanted in _keys(entry.title):
+            return entry
+    return None
+
+
+def _alias_drug_columns(table: ParsedIndex, evidence: str, words: str) -> None:
+    for pattern, column_word in _DRUG_COLUMN_WORDS:
+        if pattern.search(evidence):
+            for column in table.columns:
+                if column.lower().startswith(column_word):
+                    aliases = table.column_aliases.setdefault(column, [])
+                    if words not in aliases:
+                        aliases.append(words)
+            return
+
+
+# -- rows --------------------------------------------------------------------------------------------------------------
+
+
+def index_rows(parsed: ParsedIndex) -> list[dict]:
+    """Rows of icd10cm_index_entry for one resolved index: one per code given (one per filled cell in a table)."""
+    by_id = {entry.entry_id: entry for entry in parsed.entries}
+    rows = []
+    for entry in parsed.entries:
+        lineage = [entry]
+        while lineage[-1].parent_id is not None:
+            lineage.append(by_id[lineage[-1].parent_id])
+        lineage.reverse()
+        nemods = " ".join(item.nemod for item in lineage if item.nemod)
+        aliases = list(dict.fromkeys(alias for item in lineage for alias in item.aliases))
+        # What precision is measured on: the main term's first name and each subterm, modifiers left out.
+        core = " ".join([lineage[0].title.split(",")[0], *(item.title for item in lineage[1:])])
+        cells = entry.cells.items() if entry.cells else [(None, entry.code)]
+        for column, code in cells:
+            column_aliases = parsed.column_aliases.get(column, []) if column else []
+            rows.append({
+                "index_name": parsed.index_name, "entry_id": entry.entry_id, "parent_id": entry.parent_id,
+                "level": entry.level, "title": entry.title, "nemod": entry.nemod, "path": list(entry.path),
+                "column_name": column, "code": code, "see": entry.see, "see_also": entry.see_also,
+                "see_entry_id": entry.see_entry_id, "aliases": entry.aliases or None,
+                "search_text": " ".join(part for part in (" ".join(entry.path), nemods, " ".join(aliases),
+                                                          column or "", " ".join(column_aliases)) if part),
+                "core_text": f"{core} {_without_parentheses(column)}" if column else core,
+                "source_file": parsed.source_file,
+            })
+    return rows
+
+
+def _without_parentheses(text: str) -> str:
+    return " ".join(re.sub(r"\([^)]*\)", " ", text).split())
+
+
+def parse_index_files(files: dict[str, Path]) -> list[ParsedIndex]:
+    """Parse a release's index members ({member name: path}) and resolve their references together.
+
+    The real Index to Diseases XML wins over the derived CSV stand-in when both are present.
+    """
+    parsed: dict[str, ParsedIndex] = {}
+    for name in sorted(files, key=lambda member: bool(DERIVED_INDEX_CSV.search(member))):
+        kind = index_member_kind(name)
+        if kind is None or kind in parsed:
+            continue
+        path = files[name]
+        parsed[kind] = parse_derived_index_csv(path) if DERIVED_INDEX_CSV.search(name) else parse_index_xml(path, kind)
+    # Drug tables first: references from the other indexes add aliases to their columns.
+    ordered = sorted(parsed.values(), key=lambda item: item.index_name != DRUGS)
+    resolve_references(ordered)
+    return ordered

@@ -1,0 +1,143 @@
+"""The ICD-10-CM Index parsers on CDC's real FY2025 index XMLs and the labelled derived CSV of the main index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from medrag.sources.icd10cm.index import (
+    DISEASES,
+    DRUGS,
+    EXTERNAL_CAUSES,
+    NEOPLASMS,
+    index_member_kind,
+    index_rows,
+    parse_derived_index_csv,
+    parse_index_files,
+    parse_index_xml,
+)
+from medrag.sources.icd10cm.xmlfile import Icd10cmFormatError
+
+
+@pytest.fixture(scope="module")
+def fy2025(cms_dir: Path) -> Path:
+    return cms_dir / "icd10cm" / "fy2025"
+
+
+@pytest.fixture(scope="module")
+def indexes(fy2025: Path) -> dict[str, object]:
+    files = {path.name: path for path in fy2025.iterdir() if index_member_kind(path.name)}
+    return {parsed.index_name: parsed for parsed in parse_index_files(files)}
+
+
+def _entry(parsed, *path: str):
+    return next(entry for entry in parsed.entries if entry.path == path)
+
+
+def test_member_names_say_which_index() -> None:
+    assert index_member_kind("icd10cm_index_2025.xml") == DISEASES
+    assert index_member_kind("sub/icd-10-cm-eindex-2025.xml") == EXTERNAL_CAUSES
+    assert index_member_kind("icd10cm_drug_2026.xml") == DRUGS
+    assert index_member_kind("icd-10-cm-neoplasm-2025.xml") == NEOPLASMS
+    assert index_member_kind("DERIVED-index-to-diseases-2025.csv") == DISEASES
+    assert index_member_kind("icd10cm_tabular_2025.xml") is None
+    assert index_member_kind("icd10cm-index-2025.xsd") is None
+
+
+def test_drug_table_rows_have_a_code_per_intent_column(indexes) -> None:
+    drugs = indexes[DRUGS]
+    assert drugs.columns[0] == "Poisoning Accidental (unintentional)" and drugs.columns[-1] == "Underdosing"
+    acetaminophen = _entry(drugs, "Acetaminophen")
+    assert acetaminophen.cells["Poisoning Accidental (unintentional)"] == "T39.1X1"
+    assert acetaminophen.cells["Adverse effect"] == "T39.1X5"
+    rows = [row for row in index_rows(drugs) if row["entry_id"] == acetaminophen.entry_id]
+    assert len(rows) == 6 and {row["code"] for row in rows} == {f"T39.1X{n}" for n in range(1, 7)}
+    # "--" cells give no row: 1-propanol has no adverse-effect code
+    propanol = _entry(drugs, "1-propanol")
+    assert "Adverse effect" not in propanol.cells and propanol.cells["Poisoning Assault"] == "T51.3X3"
+
+
+def test_main_terms_that_send_readers_to_the_drug_table_become_column_aliases(indexes) -> None:
+    aliases = indexes[DRUGS].column_aliases
+    assert "Overdose, overdosage" in aliases["Poisoning Accidental (unintentional)"]
+    assert "Underdosing" in aliases["Underdosing"]
+    assert "Overdose, overdosage" not in aliases["Adverse effect"]
+    row = next(row for row in index_rows(indexes[DRUGS])
+               if row["title"] == "Acetaminophen" and row["column_name"].startswith("Poisoning Accidental"))
+    assert "Overdose" in row["search_text"] and row["core_text"] == "Acetaminophen Poisoning Accidental"
+
+
+def test_external_cause_index_keeps_levels_modifiers_and_references(indexes) -> None:
+    external = indexes[EXTERNAL_CAUSES]
+    abandonment = _entry(external, "Abandonment NEC")
+    assert abandonment.code == "X58" and "(with intent to injure or kill)" in abandonment.nemod
+    powered = _entry(external, "Accident", "boat, boating", "striking swimmer", "powered")
+    assert powered.level == 3 and powered.code == "V94.11"
+    aircraft = _entry(external, "Accident", "aircraft")
+    assert aircraft.see_also == "Accident, transport, aircraft" and aircraft.see_entry_id is not None
+
+
+def test_neoplasm_table_has_a_code_per_behaviour(indexes) -> None:
+    neoplasms = indexes[NEOPLASMS]
+    cavity = _entry(neoplasms, "Neoplasm, neoplastic", "abdomen, abdominal", "cavity")
+    assert cavity.cells["Malignant Primary"] == "C76.2" and cavity.cells["Benign"] == "D36.7"
+    assert neoplasms.columns == ("Malignant Primary", "Malignant Secondary", "Ca in situ", "Benign",
+                                 "Uncertain Behavior", "Unspecified Behavior")
+
+
+def test_derived_index_rebuilds_the_tree_and_follows_see_also(indexes) -> None:
+    diseases = indexes[DISEASES]
+    ureter = _entry(diseases, "Calculus, calculi, calculous", "ureter")
+    assert ureter.code == "N20.1" and ureter.nemod == "(impacted) (recurrent)"
+    stone = _entry(diseases, "Stone")
+    calculus = _entry(diseases, "Calculus, calculi, calculous")
+    assert stone.see_also == "Calculus" and stone.see_entry_id == calculus.entry_id
+    row = next(row for row in index_rows(diseases) if row["entry_id"] == ureter.entry_id)
+    # the reference's words reach every term under the main term it names
+    assert "Stone" in row["search_text"] and row["core_text"] == "Calculus ureter"
+    assert row["source_file"] == "DERIVED-index-to-diseases-2025.csv"
+
+
+def test_generic_see_also_condition_is_not_an_alias(indexes) -> None:
+    condition = _entry(indexes[DISEASES], "Condition")
+    assert condition.aliases == []
+
+
+def test_title_that_is_all_modifier_keeps_its_words(indexes) -> None:
+    persistent = [entry for entry in indexes[DISEASES].entries if entry.title == "(somatoform)"]
+    assert persistent and persistent[0].code == "F45.41"
+
+
+def test_xml_bomb_is_refused_with_one_line(tmp_path: Path) -> None:
+    bomb = tmp_path / "icd10cm_index_2025.xml"
+    bomb.write_text('<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;">]>'
+                    "<ICD10CM.index><letter><mainTerm><title>&b;</title></mainTerm></letter></ICD10CM.index>")
+    with pytest.raises(Icd10cmFormatError, match="declares an entity") as caught:
+        parse_index_xml(bomb)
+    assert "\n" not in str(caught.value)
+
+
+def test_truncated_index_xml_names_the_file(fy2025: Path, tmp_path: Path) -> None:
+    truncated = tmp_path / "icd-10-cm-eindex-2025.xml"
+    truncated.write_bytes((fy2025 / "icd-10-cm-eindex-2025.xml").read_bytes()[:50_000])
+    with pytest.raises(Icd10cmFormatError, match=r"icd-10-cm-eindex-2025\.xml: not well-formed XML"):
+        parse_index_xml(truncated)
+
+
+def test_tabular_xml_is_not_an_index(cms_dir: Path) -> None:
+    with pytest.raises(Icd10cmFormatError, match=r"root element is <ICD10CM\.tabular>"):
+        parse_index_xml(cms_dir / "icd10cm" / "icd10cm_tabular_2021.xml", DISEASES)
+
+
+def test_derived_csv_with_other_columns_or_encoding_is_refused(tmp_path: Path) -> None:
+    wrong = tmp_path / "DERIVED-index-to-diseases-2025.csv"
+    wrong.write_text("Term,Code\nHeartburn,R12\n")
+    with pytest.raises(Icd10cmFormatError, match="columns"):
+        parse_derived_index_csv(wrong)
+    wrong.write_bytes(b"RowID,Letter,Level,Term,See,SeeAlso,NonEssModif,Code\n1,A,0,Caf\xe9,,,,R12\n")
+    with pytest.raises(Icd10cmFormatError, match="not UTF-8"):
+        parse_derived_index_csv(wrong)
+    wrong.write_text("RowID,Letter,Level,Term,See,SeeAlso,NonEssModif,Code\n1,A,2,skipped,,,,R12\n")
+    with pytest.raises(Icd10cmFormatError, match="line 2"):
+        parse_derived_index_csv(wrong)
