@@ -329,7 +329,7 @@ def _index_hit(_system: str) -> str:
     # a code the Tabular extends with a 7th character gets "A" (initial encounter) when it is not billable itself.
     return f"""
 matched AS (
-    SELECT e.index_name, e.path, e.column_name, e.code, e.core_lexemes,
+    SELECT e.index_name, e.entry_id, e.path, e.column_name, e.code, e.core_lexemes,
            tsvector_to_array(e.search_vector) AS lexemes,
            cardinality(ARRAY(SELECT unnest(tsvector_to_array(e.search_vector))
                              INTERSECT SELECT unnest(CAST(:lexemes AS text[])))) AS shared,
@@ -342,8 +342,10 @@ matched AS (
     ORDER BY shared DESC, precision DESC, cardinality(e.path), e.code
     LIMIT 4 * :limit
 ),
-coded AS (
-    SELECT DISTINCT ON (c.code) c.code, m.shared + m.precision AS score, m.lexemes, m.core_lexemes,
+entry_code AS (
+    -- one code per entry: the billable one (the code itself, else its 7th-character A form)
+    SELECT DISTINCT ON (m.index_name, m.entry_id, m.column_name) c.code, c.billable, m.shared, m.precision,
+           m.lexemes, m.core_lexemes,
            m.index_title || ': ' || array_to_string(m.path, ' > ') || coalesce(', ' || m.column_name, '')
                || ' -> ' || m.code
                || CASE WHEN c.code <> b.base THEN ' (7th character A, initial encounter: D subsequent, S sequela)'
@@ -351,7 +353,12 @@ coded AS (
     FROM matched m
     CROSS JOIN LATERAL (SELECT rtrim(m.code, '-') AS base) b
     JOIN icd10cm_code c ON c.release_id = :release_id AND c.code IN (b.base, {_SEVENTH_A})
-    ORDER BY c.code, m.shared DESC, m.precision DESC, c.billable DESC
+    ORDER BY m.index_name, m.entry_id, m.column_name, c.billable DESC NULLS LAST, (c.code = b.base) DESC
+),
+coded AS (
+    SELECT DISTINCT ON (code) code, shared + precision AS score, lexemes, core_lexemes, evidence
+    FROM entry_code
+    ORDER BY code, shared DESC, precision DESC
 ),
 hit AS (
     SELECT code, (row_number() OVER (ORDER BY score DESC, code))::int AS leg_rank, score::float AS leg_score,
