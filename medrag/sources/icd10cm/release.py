@@ -130,11 +130,15 @@ def _candidate_members(zip_names: Iterable[str], stem_word: str, suffix: str) ->
     return found
 
 
-def find_tabular_member(zip_names: Iterable[str], archive_name: str = "zip archive") -> str:
-    """Return the single `*tabular*.xml` member of a CDC code-tables zip, or raise Icd10cmFormatError."""
+def find_tabular_member(zip_names: Iterable[str], archive_name: str = "zip archive", *,
+                        required: bool = True) -> str | None:
+    """Return the single `*tabular*.xml` member of a CDC code-tables zip (None when absent and not required),
+    or raise Icd10cmFormatError."""
     names = list(zip_names)
     found = _candidate_members(names, "tabular", ".xml")
     if not found:
+        if not required:
+            return None
         raise Icd10cmFormatError(f"{archive_name}: no *tabular*.xml member among {sorted(names)}")
     if len(found) > 1:
         raise Icd10cmFormatError(f"{archive_name}: several tabular XML members, ambiguous: {sorted(found)}")
@@ -413,18 +417,16 @@ class Icd10cmSource:
         members = _extract_members(files, workdir)
         names = list(members)
         where = ", ".join(path.name for path in files)
-        tabular_names = _candidate_members(names, "tabular", ".xml")
-        if len(tabular_names) > 1:
-            raise Icd10cmFormatError(f"{where}: several tabular XML members, ambiguous: {sorted(tabular_names)}")
+        tabular_name = find_tabular_member(names, where, required=False)
         order_name = find_order_member(names, where)
-        if not tabular_names and not order_name:
+        if not tabular_name and not order_name:
             raise Icd10cmFormatError(f"{where}: no *tabular*.xml member and no order file among {sorted(names)}")
         constants = {"release_id": release_id}
         rows: dict[str, int] = {}
         notes: dict[str, object] = {"order_file": order_name}
         order_rows = parse_order_file(members[order_name]) if order_name else []
-        if tabular_names:
-            tabular = parse_tabular(members[tabular_names[0]])
+        if tabular_name:
+            tabular = parse_tabular(members[tabular_name])
             notes["version"] = tabular.version
             rows["icd10cm_chapter"] = copy_rows(conn, "icd10cm_chapter", ICD10CM_CHAPTER_COLUMNS, tabular.chapters,
                                                 constants=constants)
