@@ -102,6 +102,10 @@ def render_codes(report: dict[str, Any]) -> list[str]:
     lines = table(["terms of", "terms", "top-1", "top-5"], rows)
     lines += table(["latency ms", "p50", "p95", "max"],
                    [["per term", latency.get("p50"), latency.get("p95"), latency.get("max")]])
+    calibration = report.get("calibration") or {}
+    if calibration:
+        lines += table(["confidence tier", "codes listed", "share expected"],
+                       [[tier, figures.get("listed"), figures.get("correct")] for tier, figures in calibration.items()])
     goals = report.get("goals_met") or {}
     lines.append("Goals met: " + (", ".join(f"{name} {cell(met)}" for name, met in goals.items()) or "-")
                  + f". Terms whose first code was not an expected one: {len(report.get('misses', []))}.")
@@ -292,11 +296,18 @@ def readme_block(results_dir: Path) -> list[str]:
         if report:
             rows.append([f"{label}: hit@5 / MRR", None,
                          f"{need(report, 'overall', 'hit@5')} / {need(report, 'overall', 'mrr')}"])
+    calibrated = []
     for name, label in (("codes_dev.json", "codes dev"), ("codes_holdout.json", "codes holdout"),
                         ("codes_holdout2.json", "codes second holdout")):
         report = load(name)
         if report:
             rows.append([f"{label}: top-1 / top-5", None, f"{need(report, 'top1')} / {need(report, 'top5')}"])
+            high = (report.get("calibration") or {}).get("high")
+            if high:
+                calibrated.append((label.removeprefix("codes "), f"{high.get('correct')} of {high.get('listed')}"))
+    if calibrated:
+        rows.append([f"codes shown as 'high' that are expected ({' / '.join(label for label, _ in calibrated)})",
+                     None, " / ".join(share for _, share in calibrated)])
     answers = load("answers_dev.json")
     if answers:
         rows.append(["answers dev: refusal accuracy", None, need(answers, "figures", "refusal_accuracy")])

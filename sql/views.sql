@@ -19,7 +19,7 @@ FROM hcpcs_code h JOIN release r ON r.id = h.release_id AND r.is_current;
 CREATE OR REPLACE VIEW v_icd10cm_current AS
 SELECT r.label AS release, c.code, c.description, c.billable, c.parent_code, c.chapter, ch.description AS chapter_title,
        c.section_id, s.description AS section_title, c.depth, c.requires_seventh_character, c.inclusion_terms,
-       c.excludes1, c.excludes2, c.code_first, c.use_additional_code
+       c.excludes1, c.excludes2, c.code_first, c.use_additional_code, c.seventh_character
 FROM icd10cm_code c
 JOIN release r ON r.id = c.release_id AND r.is_current
 LEFT JOIN icd10cm_chapter ch ON ch.release_id = c.release_id AND ch.chapter = c.chapter
@@ -69,7 +69,7 @@ GROUP BY r.id;
 
 -- Every ICD-10-CM code of every release, for release-to-release comparisons.
 CREATE OR REPLACE VIEW v_icd10cm_history AS
-SELECT r.label AS release, r.is_current, c.code, c.description, c.billable
+SELECT r.label AS release, r.is_current, c.code, c.description, c.billable, c.seventh_character
 FROM icd10cm_code c JOIN release r ON r.id = c.release_id;
 
 CREATE OR REPLACE VIEW v_hcpcs_history AS

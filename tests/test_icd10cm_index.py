@@ -68,6 +68,17 @@ def test_main_terms_that_send_readers_to_the_drug_table_become_column_aliases(in
     assert "Overdose" in row["search_text"] and row["core_text"] == "Acetaminophen Poisoning Accidental"
 
 
+def test_main_terms_that_send_readers_to_a_neoplasm_column_become_its_aliases(indexes) -> None:
+    aliases = indexes[NEOPLASMS].column_aliases
+    assert {"Carcinoma", "Cancer", "Adenocarcinoma"} <= set(aliases["Malignant Primary"])
+    assert "Carcinoma-in-situ" in aliases["Ca in situ"] and "Carcinoma-in-situ" not in aliases["Malignant Primary"]
+    assert "Papilloma" in aliases["Benign"] and "Tumor" in aliases["Unspecified Behavior"]
+    assert "Malignant Secondary" not in aliases  # no main term refers to the secondary column as a whole
+    breast = next(row for row in index_rows(indexes[NEOPLASMS]) if row["column_name"] == "Malignant Primary"
+                  and row["title"].startswith("breast") and row["level"] == 1)
+    assert "Carcinoma" in breast["search_text"] and breast["code"].startswith("C50")
+
+
 def test_external_cause_index_keeps_levels_modifiers_and_references(indexes) -> None:
     external = indexes[EXTERNAL_CAUSES]
     abandonment = _entry(external, "Abandonment NEC")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+import unicodedata
 from pathlib import Path
 from xml.sax.saxutils import unescape
 
@@ -19,11 +20,13 @@ from medrag.sources.icd10cm.release import (
     NOTE_COLUMNS,
     Icd10cmFormatError,
     TabularRelease,
+    codes_from_order,
     find_order_member,
     find_tabular_member,
     fiscal_year_label,
     parse_order_file,
     parse_tabular,
+    seventh_character_exceptions,
 )
 
 TABULAR_2026 = "icd10cm/icd10c-tabular-April-1-2026.xml"
@@ -80,7 +83,7 @@ def test_one_code_row_per_diag_element_in_the_source_bytes(
     raw = (cms_dir / relative_path).read_text(encoding="utf-8")
     release: TabularRelease = request.getfixturevalue(release_fixture)
     diag_elements = raw.count("<diag>") + raw.count("<diag ")
-    assert len(release.codes) == diag_elements
+    assert len([row for row in release.codes if row["seventh_character"] is None]) == diag_elements
     assert len(release.sections) == raw.count("<section id=")
     assert len({row["code"] for row in release.codes}) == len(release.codes)
 
@@ -88,8 +91,11 @@ def test_one_code_row_per_diag_element_in_the_source_bytes(
 def test_code_counts_match_the_published_figures(
     tabular_2026: TabularRelease, tabular_2021: TabularRelease
 ) -> None:
-    assert len(tabular_2026.codes) == 46_881
-    assert len(tabular_2021.codes) == 45_017
+    listed = {"FY2026": 46_881, "FY2021": 45_017}  # <diag> codes; the rest are their 7th-character forms
+    for release in (tabular_2026, tabular_2021):
+        assert sum(1 for row in release.codes if row["seventh_character"] is None) == listed[release.fiscal_year]
+    # CDC's FY2021 order file lists 72,621 billable codes (the test below checks them code by code).
+    assert sum(1 for row in tabular_2021.codes if row["billable"]) == 72_621
 
 
 def test_version_and_fiscal_year(tabular_2026: TabularRelease, tabular_2021: TabularRelease) -> None:
@@ -199,7 +205,7 @@ def test_every_note_column_matches_the_xml_text_on_a_sample(
     cms_dir: Path, tabular_2026: TabularRelease
 ) -> None:
     raw = (cms_dir / TABULAR_2026).read_text(encoding="utf-8")
-    sample = tabular_2026.codes[::97]
+    sample = [row for row in tabular_2026.codes if row["seventh_character"] is None][::97]
     compared = 0
     for row in sample:
         oracle = raw_own_notes(raw, row["code"])
@@ -241,13 +247,14 @@ def test_subcategory_seventh_character_and_full_length_leaves(tabular_2026: Tabu
     assert codes["E08.311"]["requires_seventh_character"] is False
     assert codes["E08.311"]["billable"] is True
     # Leaves already 7 characters long never need another.
-    seven_long = [row for row in tabular_2026.codes if len(row["code"].replace(".", "")) == 7]
+    seven_long = [row for row in tabular_2026.codes
+                  if len(row["code"].replace(".", "")) == 7 and row["seventh_character"] is None]
     assert seven_long and all(not row["requires_seventh_character"] for row in seven_long)
 
 
 def test_placeholder_diags_are_flagged(tabular_2026: TabularRelease, cms_dir: Path) -> None:
     raw = (cms_dir / TABULAR_2026).read_text(encoding="utf-8")
-    placeholders = [row for row in tabular_2026.codes if row["is_placeholder"]]
+    placeholders = [row for row in tabular_2026.codes if row["is_placeholder"] and row["seventh_character"] is None]
     assert len(placeholders) == raw.count('<diag placeholder="true">')
     assert codes_by_name(tabular_2026)["H21.1X"]["is_placeholder"] is True
 
@@ -281,17 +288,41 @@ def test_order_file_billable_flags_agree_with_the_tabular(
 ) -> None:
     tabular = codes_by_name(tabular_2021)
     order = {row["code"]: row for row in order_2021}
-    shared = tabular.keys() & order.keys()
-    assert shared == tabular.keys()  # every <diag> code is in the order file
-    disagreements = sorted(code for code in shared if tabular[code]["billable"] != order[code]["billable"])
+    # Every code, the 7th-character forms written from the Tabular's definitions included, is in the order file
+    # with the same billable flag, and the order file has no code more.
+    assert tabular.keys() == order.keys()
+    disagreements = sorted(code for code in tabular if tabular[code]["billable"] != order[code]["billable"])
     assert disagreements == []
-    # The rest are full 7-character codes built from a tabular code that requires a 7th character.
-    for code in order.keys() - shared:
-        stem = code.replace(".", "")[:-1].rstrip("X")
-        base = dotted_icd10cm(stem)
-        assert len(code.replace(".", "")) == 7
-        assert tabular[base]["requires_seventh_character"] is True, code
-        assert order[code]["billable"] is True
+    for code, row in tabular.items():
+        if row["seventh_character"] is not None:
+            assert tabular[row["parent_code"]]["requires_seventh_character"] is True, code
+            # the same words as CDC's, but for the accents the order file leaves out ("Brown-Sequard")
+            assert unicodedata.normalize("NFKD", row["description"]).encode("ascii", "ignore").decode() == \
+                order[code]["long_description"], code
+
+
+def test_seventh_character_forms_follow_the_category_definition_and_its_exceptions(
+    tabular_2026: TabularRelease,
+) -> None:
+    codes = codes_by_name(tabular_2026)
+    forms = {code: row for code, row in codes.items() if row["parent_code"] == "T39.1X1" and row["seventh_character"]}
+    assert list(forms) == ["T39.1X1A", "T39.1X1D", "T39.1X1S"]
+    assert forms["T39.1X1A"]["description"] == (
+        "Poisoning by 4-Aminophenol derivatives, accidental (unintentional), initial encounter")
+    assert codes["W01.0XXA"]["parent_code"] == "W01.0" and codes["W01.0XXA"]["is_placeholder"] is True
+    # S06: "7th characters D and S do not apply to codes in category S06 with 6th character 7 ... or 8"
+    assert "S06.1X7A" in codes and "S06.1X7D" not in codes and "S06.1X8S" not in codes
+    assert {"S06.1X6A", "S06.1X6D", "S06.1X6S"} <= codes.keys()
+    assert seventh_character_exceptions(["7th characters D and S do not apply to codes in category S06 with 6th "
+                                         "character 7 - death due to brain injury, or 8 - death due to other cause"]
+                                        ) == {"7": {"D", "S"}, "8": {"D", "S"}}
+
+
+def test_order_file_marks_7th_character_forms_by_their_description(order_2021: list[dict]) -> None:
+    codes = {row["code"]: row for row in codes_from_order(order_2021)}
+    assert codes["S72.001A"]["seventh_character"] == "A" and codes["S72.001A"]["parent_code"] == "S72.001"
+    assert codes["S72.001"]["seventh_character"] is None
+    assert codes["E11.9"]["seventh_character"] is None
 
 
 def test_bad_order_line_names_file_and_line(tmp_path: Path) -> None:

@@ -37,9 +37,10 @@ def settings(cms_mirror, db_url: str, tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="module")
 def first_ingest(settings, engine):
-    """Fetch and load every source once (ICD-10-CM: both releases on the page)."""
+    """Fetch and load every source once (ICD-10-CM: every release on the page; HCPCS: 2019, whose record file the
+    spot checks read byte for byte)."""
     outcomes = {}
-    for source, release in (("hcpcs", None), ("icd10cm", "all"), ("mcd", None), ("iom", None)):
+    for source, release in (("hcpcs", "2019"), ("icd10cm", "all"), ("mcd", None), ("iom", None)):
         for fetched in pipeline.fetch_source(settings, source, release=release):
             outcome = pipeline.load_fetched(engine, settings, fetched)
             outcomes[(source, outcome.label)] = outcome
@@ -64,8 +65,15 @@ def test_row_counts_match_the_files(first_ingest, engine) -> None:
     assert scalar(engine, "SELECT count(*) FROM hcpcs_code WHERE release_id=:r AND kind='modifier'", r=hcpcs) == 360
     fy2026 = scalar(engine, "SELECT id FROM release WHERE source='icd10cm' AND label='FY2026'")
     fy2021 = scalar(engine, "SELECT id FROM release WHERE source='icd10cm' AND label='FY2021'")
-    assert scalar(engine, "SELECT count(*) FROM icd10cm_code WHERE release_id=:r", r=fy2026) == 46881
-    assert scalar(engine, "SELECT count(*) FROM icd10cm_code WHERE release_id=:r", r=fy2021) == 45017
+    assert scalar(engine, "SELECT count(*) FROM icd10cm_code WHERE release_id=:r", r=fy2026) == 98186
+    assert scalar(engine, "SELECT count(*) FROM icd10cm_code WHERE release_id=:r", r=fy2021) == 95358
+    # The 7th-character forms written from the Tabular's definitions are exactly the order file's billable codes.
+    assert scalar(engine, "SELECT count(*) FROM (SELECT code FROM icd10cm_code WHERE release_id=:r AND billable "
+                          "EXCEPT SELECT code FROM icd10cm_order_code WHERE release_id=:r AND billable) x",
+                  r=fy2021) == 0
+    assert scalar(engine, "SELECT count(*) FROM (SELECT code FROM icd10cm_order_code WHERE release_id=:r AND billable "
+                          "EXCEPT SELECT code FROM icd10cm_code WHERE release_id=:r AND billable) x",
+                  r=fy2021) == 0
     mcd = current_release_id(engine, "mcd")
     assert scalar(engine, "SELECT count(*) FROM ncd WHERE release_id=:r", r=mcd) == 352
     assert scalar(engine, "SELECT count(*) FROM mcd_lcd_x_hcpc_code WHERE release_id=:r", r=mcd) == 2102
@@ -152,7 +160,7 @@ def test_second_run_downloads_nothing_and_writes_nothing(first_ingest, settings,
     before = snapshot()
     seen = len(cms_mirror.requests)
     outcomes = []
-    for source, release in (("hcpcs", None), ("icd10cm", "all"), ("mcd", None), ("iom", None)):
+    for source, release in (("hcpcs", "2019"), ("icd10cm", "all"), ("mcd", None), ("iom", None)):
         for fetched in pipeline.fetch_source(settings, source, release=release):
             assert fetched.downloaded_bytes == 0
             outcomes.append(pipeline.load_fetched(engine, settings, fetched).status)
@@ -283,7 +291,7 @@ def test_database_dropping_mid_load_keeps_the_previous_release(first_ingest, set
     assert killed, "the load finished before it could be interrupted"
     assert errors and isinstance(errors[0], LoadError) and "previous release is unchanged" in str(errors[0])
     engine.dispose()  # the pool holds the killed connection
-    assert scalar(engine, "SELECT count(*) FROM icd10cm_code WHERE release_id = :r", r=release) == 45017
+    assert scalar(engine, "SELECT count(*) FROM icd10cm_code WHERE release_id = :r", r=release) == 95358
     assert scalar(engine, "SELECT status FROM release WHERE id = :r", r=release) == "loaded"
     # and re-running completes it
-    assert pipeline.load_fetched(engine, settings, fy2021, force=True).rows["icd10cm_code"] == 45017
+    assert pipeline.load_fetched(engine, settings, fy2021, force=True).rows["icd10cm_code"] == 95358

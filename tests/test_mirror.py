@@ -18,10 +18,13 @@ import pytest
 from medrag.core.config import load_settings, source_urls_for
 from medrag.ingest import fetch_and_load as pipeline
 from medrag.ingest.mirror import (
+    HCPCS_2025_ZIP,
     HCPCS_LAYOUT_ZIP,
     HCPCS_PAGE,
     HCPCS_ZIP,
     ICD10CM_2021_ZIP,
+    ICD10CM_2025_CODES_ZIP,
+    ICD10CM_2025_INDEX_ZIP,
     ICD10CM_2026_ZIP,
     IOM_DOWNLOADS,
     IOM_MANUALS,
@@ -56,10 +59,12 @@ def built(cms_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path
 def test_every_page_and_file_sits_at_its_cms_url_path(built, cms_dir: Path) -> None:
     dest, files, written = built
 
-    assert sorted(written) == sorted(files) and len(files) == 18
+    assert sorted(written) == sorted(files) and len(files) == 21
     assert files == {url: dest / url.lstrip("/") for url in files}
     assert sorted(_tree(dest)) == sorted(files)  # nothing else: no temporary or intermediate files left over
     assert _sha256(files[HCPCS_ZIP]) == _sha256(cms_dir / "hcpcs" / "2019-Alpha-Numeric-HCPCS-File.zip")
+    assert _sha256(files[HCPCS_2025_ZIP]) == _sha256(cms_dir / "hcpcs" / "january-2025-alpha-numeric-hcpcs-file.zip")
+    assert _sha256(files[ICD10CM_2025_CODES_ZIP]) == _sha256(cms_dir / "icd10cm" / "fy2025" / "icd10cm-codes-2025.zip")
     chapter = IOM_MANUALS[0].chapters[1]
     assert _sha256(files[f"{IOM_DOWNLOADS}/{chapter.file_name}"]) == _sha256(cms_dir / "pdf_standins" / chapter.standin)
 
@@ -84,7 +89,8 @@ def test_zips_hold_the_cms_members_in_order_with_fixed_dates(built) -> None:
     _dest, files, _written = built
     zips = {}
     for url, path in files.items():
-        if url.endswith(".zip") and url not in (HCPCS_ZIP, HCPCS_LAYOUT_ZIP):  # those two are copied as CMS made them
+        # those are copied as CMS and CDC made them
+        if url.endswith(".zip") and url not in (HCPCS_ZIP, HCPCS_2025_ZIP, HCPCS_LAYOUT_ZIP, ICD10CM_2025_CODES_ZIP):
             with zipfile.ZipFile(path) as archive:
                 zips[url] = archive.infolist()
     names = {url: [info.filename for info in infos] for url, infos in zips.items()}
@@ -93,7 +99,10 @@ def test_zips_hold_the_cms_members_in_order_with_fixed_dates(built) -> None:
     assert names[MCD_NCD_ZIP] == ["ncd_csv.zip", "ncd data dictionary.pdf", "readme_first.txt"]
     assert names[ICD10CM_2021_ZIP] == ["icd10cm_tabular_2021.xml", "icd10cm-order-Jan-2021.txt"]
     assert names[ICD10CM_2026_ZIP] == ["icd10c-tabular-April-1-2026.xml"]
-    assert len(zips) == 5 and {info.date_time for infos in zips.values() for info in infos} == {(1980, 1, 1, 0, 0, 0)}
+    assert names[ICD10CM_2025_INDEX_ZIP] == [
+        "icd-10-cm-eindex-2025.xml", "icd-10-cm-drug-2025.xml", "icd-10-cm-neoplasm-2025.xml",
+        "icd10cm-index-2025.xsd", "icd-10-cm-drug-neoplasm-2025.xsd", "DERIVED-index-to-diseases-2025.csv"]
+    assert len(zips) == 6 and {info.date_time for infos in zips.values() for info in infos} == {(1980, 1, 1, 0, 0, 0)}
 
 
 def _corpus_with_own_ncd_readme(cms_dir: Path, root: Path) -> Path:
@@ -161,11 +170,12 @@ def test_the_pipeline_discovers_and_fetches_every_source_from_the_file_mirror(bu
     first = fetch_all()
 
     assert [(f.source, f.label, len(f.records)) for f in first] == [
-        ("hcpcs", "2019", 1), ("icd10cm", "FY2026", 1), ("icd10cm", "FY2021", 1),
+        ("hcpcs", "2025Q1", 1), ("icd10cm", "FY2026", 1), ("icd10cm", "FY2025", 2), ("icd10cm", "FY2021", 1),
         ("mcd", _quarter_of(files[MCD_ALL_DATA_ZIP]), 1), ("iom", _quarter_of(*pdfs), 4),
     ]
     assert [Path(r.url).name for f in first for r in f.records] == [
-        Path(HCPCS_ZIP).name, Path(ICD10CM_2026_ZIP).name, Path(ICD10CM_2021_ZIP).name, "all_data.zip",
+        Path(HCPCS_2025_ZIP).name, Path(ICD10CM_2026_ZIP).name, Path(ICD10CM_2025_CODES_ZIP).name,
+        Path(ICD10CM_2025_INDEX_ZIP).name, Path(ICD10CM_2021_ZIP).name, "all_data.zip",
         "bp102c01.pdf", "bp102c15.pdf", "ncd103c1_Part1.pdf", "clm104c12.pdf",
     ]
     for fetched in first:
@@ -212,7 +222,7 @@ def test_cli_refuses_a_folder_that_is_not_the_corpus(corpus: str, tmp_path: Path
 
     assert result.returncode == 2
     assert result.stdout == "" and len(result.stderr.splitlines()) == 1
-    expected = "no README.md" if corpus == "missing" else "lacks 13 file(s) the mirror needs: hcpcs/2019-Alpha"
+    expected = "no README.md" if corpus == "missing" else "lacks 21 file(s) the mirror needs: hcpcs/2019-Alpha"
     assert result.stderr.startswith(f"medrag: error: {cms_dir} ") and expected in result.stderr
     assert not (tmp_path / "site").exists()
 

@@ -369,7 +369,7 @@ def test_full_text_only_function_needs_no_vector(indexed_settings) -> None:
 def test_reader_role_can_search_but_not_write(indexed_settings) -> None:
     url = libpq_url(indexed_settings.database_url).replace("postgres@", "medrag_reader@")
     with psycopg.connect(url) as conn:
-        assert conn.execute("SELECT count(*) FROM v_hcpcs_current").fetchone()[0] == 6800
+        assert conn.execute("SELECT count(*) FROM v_hcpcs_current").fetchone()[0] == 8642
         assert conn.execute("SELECT count(*) FROM medrag_search_text('oxygen', 3, '{}')").fetchone()[0] == 3
         conn.rollback()
         with pytest.raises(psycopg.errors.InsufficientPrivilege):

@@ -11,6 +11,7 @@ import click
 from medrag.cli.evaluation import eval_group
 from medrag.cli.retrieval import query_embedder
 from medrag.codes.clinical_tables import DEFAULT_BASE_URL
+from medrag.codes.consolidate import CONFIDENCE_MODEL_FILE
 from medrag.codes.finder import DEFAULT_TOP, MAX_TOP, CodeFinder, validate_term
 from medrag.codes.results import CodeSearch
 from medrag.core.db import get_engine
@@ -23,7 +24,7 @@ GOAL_TOP1, GOAL_TOP5, GOAL_P95_MS = 0.85, 0.95, 150.0
 @click.command("codes")
 @click.argument("term")
 @click.option("--system", "systems", multiple=True, metavar="ICD-10-CM|HCPCS",
-              help="Search only this code system (repeatable); default: the systems the term is about.")
+              help="Search only this code system (repeatable); default: both.")
 @click.option("--release", default=None, help="Release label (FY2021, 2019 ...); default: the current ones.")
 @click.option("--top", default=DEFAULT_TOP, show_default=True, type=click.IntRange(1, MAX_TOP),
               help="Codes per system.")
@@ -90,6 +91,8 @@ def eval_codes(terms_file: Path, as_json: bool) -> None:
         for system, figures in report.by_system.items():
             click.echo(f"  {system}: {figures['terms']} terms, top-1 {figures['top1']:.3f}, "
                        f"top-5 {figures['top5']:.3f}")
+        click.echo("  calibration: " + "; ".join(f"{tier} {figures['listed']} listed, {figures['correct']:.0%} expected"
+                                               for tier, figures in report.calibration.items()))
         for miss in report.misses:
             where = f"rank {miss.rank}" if miss.rank else "not found"
             click.echo(f"  miss ({where}): {miss.term!r} expected {', '.join(miss.expected[:4])}; "
@@ -97,5 +100,26 @@ def eval_codes(terms_file: Path, as_json: bool) -> None:
     if not (goals["top1"] and goals["top5"]):
         sys.exit(GOALS_MISSED)
 
+
+
+@eval_group.command("fit-confidence")
+@click.option("--terms", "terms_file", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="JSONL dev set to fit on (never a holdout).")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=CONFIDENCE_MODEL_FILE,
+              show_default=True, help="Where the fitted model is written.")
+def fit_confidence(terms_file: Path, out_file: Path) -> None:
+    """Fit the code finder's confidence calibration (a logistic curve from score to probability)."""
+    from medrag.codes.evaluation import read_dev_set
+    from medrag.codes.fit import collect_examples, fit_confidence_model, write_model
+
+    terms = read_dev_set(terms_file)
+    with CodeFinder(get_engine(), embedder_factory=query_embedder) as finder:
+        examples = collect_examples(finder, terms)
+    model = fit_confidence_model(examples, terms_file.name)
+    write_model(model, out_file)
+    click.echo(f"{model['examples']:,} listed codes of {model['terms']} terms ({model['accepted']} accepted): "
+               f"confidence = sigmoid({model['score_weight']:.2f} x score {model['behind_weight']:+.2f} x behind "
+               f"{model['best_weight']:+.2f} x best {model['intercept']:+.2f}), "
+               f"log loss {model['log_loss']:.3f} -> {out_file}")
 
 COMMANDS = [codes_command]

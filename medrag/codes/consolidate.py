@@ -21,9 +21,12 @@ stays below the medium tier. A code written in the term and found in the tables 
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
+from pathlib import Path
 
 from medrag.codes.classify import HCPCS, ICD10CM
 from medrag.codes.plan import CodeRow, LegHit, Term
@@ -31,11 +34,17 @@ from medrag.codes.terms import Concept, TermQuery
 from medrag.sources.hcpcs.categories import hcpcs_category_ranges
 
 HIGH, MEDIUM, POSSIBLE = "high", "medium", "possible"
-TIERS = ((0.8, HIGH), (0.5, MEDIUM), (0.3, POSSIBLE))
-MIN_CONFIDENCE = 0.3
+# Tiers of the calibrated confidence (the probability that a coder accepts the code); every listed code is at least
+# possible.
+TIERS = ((0.8, HIGH), (0.5, MEDIUM), (0.0, POSSIBLE))
+# The score a code needs to be listed at all (and below which a system's search is broadened).
+MIN_SCORE = 0.3
 # How far a system the classifier hears less about is scaled down (routing_priors); chosen on the dev set.
 ROUTING_PRIOR_WEIGHT = 0.3
 WEIGHTS = {"lexical": 0.60, "rank": 0.05, "specificity": 0.20, "semantic": 0.15}
+# The calibration of scores into confidences, fitted on the dev terms by `medrag eval fit-confidence` (codes/fit.py).
+CONFIDENCE_MODEL_FILE = Path(__file__).parents[1] / "data" / "confidence_model.json"
+CALIBRATION_INPUTS = ("score_weight", "behind_weight", "best_weight", "intercept")
 # Lookups' weights in reciprocal-rank fusion (RRF_K dampens the difference between neighbouring ranks).
 LEG_WEIGHTS = {"exact": 2.0, "words": 1.0, "fulltext": 1.0, "trigram": 0.7, "vector": 1.0, "children": 0.8,
                "index": 1.0}
@@ -96,7 +105,16 @@ class Candidate:
     specificity: float = 0.0
     semantic: float | None = None
     prior: float = 1.0
-    confidence: float = 0.0
+    score: float = 0.0  # the weighted evidence: what ranks codes and decides which are listed
+    behind: float = 0.0  # how far the score is below the best score of its system
+
+    @property
+    def confidence(self) -> float:
+        """The probability that a coder accepts the code: 1 for a code written in the term, else the calibrated
+        score (0 without evidence)."""
+        if self.exact:
+            return 1.0
+        return round(calibration().probability(self.score, self.behind), 3) if self.score > 0 else 0.0
 
     @property
     def key(self) -> tuple[str, str]:
@@ -112,7 +130,7 @@ class Candidate:
     def tier(self) -> str | None:
         """high / medium / possible, or None below the possible tier."""
         for floor, name in TIERS:
-            if self.confidence > floor or (name == POSSIBLE and self.confidence >= floor):
+            if self.score >= MIN_SCORE and (self.confidence > floor or (name == POSSIBLE and self.confidence >= floor)):
                 return name
         return None
 
@@ -129,7 +147,8 @@ class Candidate:
         legs = "+".join(sorted(self.hits))
         prior = "" if self.prior == 1.0 else f", routing prior {self.prior:.2f}"
         index = f"; {self.hits['index'].evidence}" if "index" in self.hits else ""
-        return (f"{self.row.code} {self.confidence:.2f} (lexical {self.lexical:.2f}, rank {self.rank:.2f}, "
+        return (f"{self.row.code} {self.score:.2f} -> confidence {self.confidence:.2f} (lexical {self.lexical:.2f}, "
+                f"rank {self.rank:.2f}, "
                 f"specificity {self.specificity:.2f}, semantic {semantic}{prior}; {legs}{index})")
 
 
@@ -291,7 +310,7 @@ def _asks_for(query: TermQuery, what: str) -> bool:
 def specificity(row: CodeRow, query: TermQuery, wants_modifiers: bool, match: LexicalMatch | None = None) -> float:
     """How reportable and specific a code is for the term, 0-1 (see the module docstring)."""
     if row.system == ICD10CM:
-        if not row.billable:
+        if not row.billable and not row.seventh:  # a code reported with a 7th character counts as billable
             value = 0.3
         elif _DEFAULT_CODE.search(row.display) or (match is not None and match.nos_default):
             value = 1.0
@@ -347,7 +366,7 @@ def routing_priors(scores: dict[str, float]) -> dict[str, float]:
 
 def score_candidates(pool: CandidatePool, query: TermQuery, *, wants_modifiers: bool,
                      semantic_systems: set[str], priors: dict[str, float] | None = None) -> None:
-    """Compute every candidate's features and confidence in place (candidates without evidence get 0)."""
+    """Compute every candidate's features and score in place (candidates without evidence get 0)."""
     for system in (ICD10CM, HCPCS):
         candidates = pool.of(system)
         _rank_scores(candidates)
@@ -361,7 +380,7 @@ def score_candidates(pool: CandidatePool, query: TermQuery, *, wants_modifiers: 
             has_semantic = system in semantic_systems and candidate.similarity is not None
             candidate.semantic = _semantic(candidate.similarity) if has_semantic else None
             if candidate.exact:
-                candidate.confidence = 1.0
+                candidate.score = 1.0
                 continue
             total = (WEIGHTS["lexical"] * candidate.lexical + WEIGHTS["rank"] * candidate.rank
                      + WEIGHTS["specificity"] * candidate.specificity)
@@ -374,17 +393,44 @@ def score_candidates(pool: CandidatePool, query: TermQuery, *, wants_modifiers: 
                 # unless the embedding says the code means the term.
                 strong = has_semantic and (candidate.similarity or 0.0) >= STRONG_SIMILARITY
                 total = min(total, SEMANTIC_ONLY_CAP) if strong else 0.0
-            candidate.confidence = round(min(1.0, total) * prior, 3)
+            candidate.score = round(min(1.0, total) * prior, 3)
+        best = max((candidate.score for candidate in candidates), default=0.0)
+        for candidate in candidates:
+            candidate.behind = round(best - candidate.score, 3)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Scores to probabilities: a logistic curve over a code's score, how far it is behind its system's best and
+    whether it is that best, fitted on the dev terms' listed codes (Platt scaling with two more inputs)."""
+
+    score_weight: float
+    behind_weight: float
+    best_weight: float
+    intercept: float
+
+    def probability(self, score: float, behind: float) -> float:
+        """sigmoid(score_weight x score + behind_weight x behind + best_weight x [behind = 0] + intercept)."""
+        z = (self.score_weight * score + self.behind_weight * behind + self.best_weight * (behind == 0)
+             + self.intercept)
+        return 1.0 / (1.0 + math.exp(-z))
+
+
+@cache
+def calibration(path: Path = CONFIDENCE_MODEL_FILE) -> Calibration:
+    """The calibration shipped with medrag (data/confidence_model.json)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return Calibration(*(float(data[name]) for name in CALIBRATION_INPUTS))
 
 
 def _sort_key(candidate: Candidate) -> tuple:
-    return (-candidate.confidence, not is_default_code(candidate.row), candidate.row.code)
+    return (-candidate.score, not is_default_code(candidate.row), candidate.row.code)
 
 
 def ranked(pool: CandidatePool, system: str) -> list[Candidate]:
     """A system's candidates at or above the possible tier, best first, headers left out when a code under them
     made the list (the billable code is what gets reported)."""
-    passing = sorted((candidate for candidate in pool.of(system) if candidate.confidence >= MIN_CONFIDENCE),
+    passing = sorted((candidate for candidate in pool.of(system) if candidate.score >= MIN_SCORE),
                      key=_sort_key)
     codes = [candidate.row.code for candidate in passing]
     return [candidate for candidate in passing
@@ -393,6 +439,6 @@ def ranked(pool: CandidatePool, system: str) -> list[Candidate]:
 
 
 def top_results(pool: CandidatePool, systems: list[str], top: int) -> list[Candidate]:
-    """The top N of each system, merged and sorted by confidence."""
+    """The top N of each system (by score), merged and sorted by confidence: what a reader compares across systems."""
     chosen = [candidate for system in systems for candidate in ranked(pool, system)[:top]]
-    return sorted(chosen, key=_sort_key)
+    return sorted(chosen, key=lambda candidate: (-candidate.confidence, *_sort_key(candidate)))

@@ -16,8 +16,11 @@ from typing import Any
 import numpy as np
 
 from medrag.codes.classify import SYSTEMS
+from medrag.codes.consolidate import HIGH, MEDIUM, POSSIBLE
 from medrag.codes.finder import CodeFinder
 from medrag.core.errors import MedragError
+
+_TIER_ORDER = (HIGH, MEDIUM, POSSIBLE)
 
 
 class DevSetError(MedragError):
@@ -43,6 +46,7 @@ class TermOutcome:
     found: list[str]
     rank: int | None  # 1-based position of the first expected code, None when absent
     milliseconds: float
+    tiers: list[tuple[str, bool]] = field(default_factory=list)  # (tier, expected?) of every listed code
 
 
 @dataclass
@@ -57,6 +61,16 @@ class EvalReport:
     outcomes: list[TermOutcome] = field(default_factory=list)
 
     @property
+    def calibration(self) -> dict[str, dict[str, float]]:
+        """Per tier, how many codes were listed and the share of them the terms expect (high should be >= 0.9)."""
+        listed: dict[str, list[bool]] = {}
+        for outcome in self.outcomes:
+            for tier, expected in outcome.tiers:
+                listed.setdefault(tier, []).append(expected)
+        return {tier: {"listed": len(values), "correct": round(sum(values) / len(values), 3)}
+                for tier, values in sorted(listed.items(), key=lambda item: _TIER_ORDER.index(item[0]))}
+
+    @property
     def misses(self) -> list[TermOutcome]:
         """Terms whose first result was not an expected code."""
         return [outcome for outcome in self.outcomes if outcome.rank != 1]
@@ -64,7 +78,9 @@ class EvalReport:
     def as_json(self) -> dict[str, Any]:
         """The `medrag eval codes --json` object."""
         return {"terms": self.terms, "top1": self.top1, "top5": self.top5, "latency_ms": self.latency_ms,
-                "by_system": self.by_system, "misses": [asdict(outcome) for outcome in self.misses]}
+                "by_system": self.by_system, "calibration": self.calibration,
+                "misses": [{key: value for key, value in asdict(outcome).items() if key != "tiers"}
+                           for outcome in self.misses]}
 
 
 def read_dev_set(path: Path) -> list[DevTerm]:
@@ -109,8 +125,9 @@ def evaluate(finder: CodeFinder, terms: list[DevTerm], *, top: int = 5, warmup: 
         milliseconds = (time.perf_counter() - started) * 1000
         found = [result.code for result in search.results]
         rank = next((index + 1 for index, code in enumerate(found) if code in item.expected), None)
+        tiers = [(result.tier, result.code in item.expected) for result in search.results]
         outcomes.append(TermOutcome(item.term, item.system, list(item.expected), found[:5], rank,
-                                    round(milliseconds, 1)))
+                                    round(milliseconds, 1), tiers))
     latencies = [outcome.milliseconds for outcome in outcomes]
     by_system = {}
     for system in SYSTEMS:

@@ -23,7 +23,7 @@ from medrag.codes import plan
 from medrag.codes.classify import HCPCS, ICD10CM, SYSTEMS, Classification, classify, strip_codes, words_of
 from medrag.codes.clinical_tables import search_clinical_tables
 from medrag.codes.consolidate import Candidate, CandidatePool, routing_priors, score_candidates, top_results
-from medrag.codes.plan import CodeRelease, CodeRow, IndexRelease, Lookup, LookupResult
+from medrag.codes.plan import CodeRelease, CodeRow, IndexRelease, Lookup, LookupResult, SeventhCharacter
 from medrag.codes.reflect import Decision, ReflectState, reflect
 from medrag.codes.results import CodeMatch, CodeSearch, Related, summarize
 from medrag.codes.synonyms import SynonymTable, load_clinical_synonyms
@@ -191,9 +191,10 @@ class CodeFinder:
         run = _Search(self, term, classification, releases, trace)
         run.search(searched)
         related_started = time.perf_counter()
-        results = self._matches(run.pool, run.systems, top)
+        results = self._matches(run.pool, run.systems, top, trace)
         run.timings["related"] = (time.perf_counter() - related_started) * 1000
-        search = CodeSearch(term, run.systems, results, summarize(term, run.systems, results), trace)
+        search = CodeSearch(term, run.systems, results, summarize(term, run.systems, results), trace,
+                            candidates=[candidate for system in run.systems for candidate in run.pool.of(system)])
         if external is not None:
             lookup = external.result()
             search.external = lookup.codes
@@ -204,8 +205,10 @@ class CodeFinder:
                      f"(top {top} per system, tiers {_tier_counts(results)}) in {search.timings_ms['total']:.0f} ms")
         return search
 
-    def _matches(self, pool: CandidatePool, systems: list[str], top: int) -> list[CodeMatch]:
+    def _matches(self, pool: CandidatePool, systems: list[str], top: int, trace: list[str]) -> list[CodeMatch]:
         chosen = top_results(pool, systems, top)
+        trace.extend(describe_seventh_character(candidate) for candidate in chosen
+                     if seventh_character_form(candidate) is not None)
         hcpcs_codes = [candidate.row.code for candidate in chosen
                        if candidate.row.system == HCPCS and candidate.row.kind == "procedure"]
         lcds = plan.lcds_listing(self.engine, hcpcs_codes) if hcpcs_codes else {}
@@ -218,8 +221,29 @@ def _match(candidate: Candidate, lcds: list[dict[str, Any]]) -> CodeMatch:
     if row.system == ICD10CM and row.parent:
         related.append(Related("icd10cm", row.parent, row.parent_display or row.parent))
     related += [Related(item["source"], item["key"], item["title"], tuple(item["contractors"])) for item in lcds]
+    reported = seventh_character_form(candidate)
+    if reported is not None:
+        related.insert(0, Related("icd10cm", row.code, row.display))
+        return CodeMatch(row.system, reported.code, reported.display, candidate.confidence, candidate.tier or "",
+                         True, tuple(related))
     return CodeMatch(row.system, row.code, row.display, candidate.confidence, candidate.tier or "",
                      row.billable if row.system == ICD10CM else None, tuple(related))
+
+
+def seventh_character_form(candidate: Candidate) -> SeventhCharacter | None:
+    """The form to report for a code that needs a 7th character: the Tabular's first (A, initial encounter; 0,
+    unspecified), unless the code was typed as it is."""
+    if candidate.exact or not candidate.row.seventh:
+        return None
+    return candidate.row.seventh[0]
+
+
+def describe_seventh_character(candidate: Candidate) -> str:
+    """The trace line saying which 7th character was added and which others the code takes."""
+    first, *others = candidate.row.seventh
+    also = ", ".join(f"{form.character} {form.meaning}" for form in others)
+    return (f"7th character: {candidate.row.code} -> {first.code} ({first.character} {first.meaning}"
+            + (f"; also {also}" if also else "") + ")")
 
 
 def _tier_counts(results: list[CodeMatch]) -> str:
@@ -440,12 +464,12 @@ class _Search:
         decision = reflect(self.pool, self.query, self.systems, state=self.state, synonyms=self.finder.synonyms,
                            priors=self.priors)
         for system in self.systems:
-            best = [candidate for candidate in self.pool.of(system) if candidate.confidence > 0]
-            best.sort(key=lambda candidate: -candidate.confidence)
+            best = [candidate for candidate in self.pool.of(system) if candidate.score > 0]
+            best.sort(key=lambda candidate: -candidate.score)
             if best:
                 self.trace.append(f"score {system}: " + "; ".join(candidate.explain() for candidate in best[:3]))
         if decision.done:
-            self.trace.append("reflect: enough" if any(c.confidence > 0 for c in self.pool.candidates.values())
+            self.trace.append("reflect: enough" if any(c.score > 0 for c in self.pool.candidates.values())
                               else "reflect: nothing to broaden")
         else:
             self.trace += [f"reflect: {reason}" for reason in decision.reasons]

@@ -62,6 +62,16 @@ class Term:
 
 
 @dataclass(frozen=True)
+class SeventhCharacter:
+    """One 7th-character form of a code: the full code, its description and what the character means."""
+
+    code: str
+    display: str
+    character: str
+    meaning: str
+
+
+@dataclass(frozen=True)
 class CodeRow:
     """One code as the tables describe it: display, billable flag, parent, and its wordings with lexemes."""
 
@@ -78,6 +88,8 @@ class CodeRow:
     ancestors: tuple[tuple[str, frozenset[str]], ...] = ()  # (code, description lexemes) of the codes above it
     negated: frozenset[str] = frozenset()  # lexemes after "without" in the description
     head: frozenset[str] = frozenset()  # lexemes of the description up to its first comma ("Walker, rigid ...")
+    # The billable codes a 7th character makes of it (T39.1X1 -> T39.1X1A, D, S), in the Tabular's order.
+    seventh: tuple[SeventhCharacter, ...] = ()
 
     @property
     def lexemes(self) -> frozenset[str]:
@@ -135,8 +147,13 @@ _ICD_DETAILS = f"""
 WITH detail AS (
     SELECT h.code, h.n, c.description AS display, c.billable, c.parent_code,
            p.description AS parent_display, 'diagnosis' AS kind,
-           EXISTS (SELECT 1 FROM icd10cm_code k WHERE k.release_id = c.release_id AND k.parent_code = c.code)
-               AS has_children,
+           EXISTS (SELECT 1 FROM icd10cm_code k WHERE k.release_id = c.release_id AND k.parent_code = c.code
+                   AND k.seventh_character IS NULL) AS has_children,
+           (SELECT jsonb_agg(jsonb_build_array(k.code, k.description, k.seventh_character,
+                                               substr(k.description, length(c.description) + 3))
+                             ORDER BY k.tabular_order)
+            FROM icd10cm_code k WHERE k.release_id = c.release_id AND k.parent_code = c.code
+                 AND k.seventh_character IS NOT NULL) AS seventh,
            false AS listed_in_lcd,
            (SELECT jsonb_agg(jsonb_build_array(t.term, t.source) ORDER BY t.ord, t.source)
             FROM (SELECT c.description AS term, c.code AS source, 0 AS ord
@@ -160,7 +177,7 @@ _HCPCS_DETAILS = """
 WITH detail AS (
     SELECT h.code, h.n, coalesce(x.long_description, x.short_description) AS display,
            NULL::boolean AS billable, NULL::text AS parent_code, NULL::text AS parent_display, x.kind,
-           false AS has_children,
+           false AS has_children, NULL::jsonb AS seventh,
            x.code IN (SELECT m.hcpc_code_id FROM mcd_lcd_x_hcpc_code m JOIN release r ON r.id = m.release_id
                       AND r.is_current) AS listed_in_lcd,
            -- The short description is an abbreviation of the long one ("Stnd hemi (low seat) whlchr"): left out.
@@ -194,6 +211,7 @@ def details_statement(system: str) -> str:
     details = _ICD_DETAILS if system == ICD10CM else _HCPCS_DETAILS
     return details + f"""
 SELECT d.code, d.display, d.billable, d.parent_code, d.parent_display, d.kind, d.has_children, d.listed_in_lcd,
+       d.seventh,
        (SELECT jsonb_agg(jsonb_build_array(e.value ->> 0, e.value ->> 1, {_lexemes("e.value ->> 0")},
                                            {_lexemes(core)}) ORDER BY e.ordinality)
         FROM jsonb_array_elements(d.terms) WITH ORDINALITY AS e) AS terms,
@@ -211,9 +229,15 @@ ORDER BY d.n
 _TABLE = {ICD10CM: ("icd10cm_code", "description"), HCPCS: ("hcpcs_code", "long_description")}
 
 
-def _kind_filter(system: str) -> str:
-    if system != HCPCS:
-        return ""
+def _listed(system: str) -> str:
+    # A 7th-character form repeats its base code's words; the base code is ranked and its form chosen after (and
+    # the trigram index covers the listed codes only).
+    return " AND c.seventh_character IS NULL" if system == ICD10CM else ""
+
+
+def _row_filter(system: str) -> str:
+    if system == ICD10CM:
+        return _listed(system)
     return (" AND c.kind = ANY(CAST(:kinds AS text[]))"
             # A record terminated before today is no longer a valid code to report.
             " AND (c.termination_date IS NULL OR c.termination_date >= current_date)")
@@ -238,7 +262,7 @@ hit AS (
     CROSS JOIN LATERAL (
         SELECT count(*) AS matched FROM unnest(CAST(:patterns AS text[])) AS p WHERE c.{column} ILIKE p
     ) m
-    WHERE c.release_id = :release_id AND c.{column} ILIKE ANY (CAST(:patterns AS text[])){_kind_filter(system)}
+    WHERE c.release_id = :release_id AND c.{column} ILIKE ANY (CAST(:patterns AS text[])){_row_filter(system)}
     ORDER BY m.matched DESC, length(c.{column}), c.code
     LIMIT :limit
 )"""
@@ -270,7 +294,7 @@ hit AS (
     SELECT c.code, (row_number() OVER (ORDER BY word_similarity(:text, c.{column}) DESC, c.code))::int AS leg_rank,
            word_similarity(:text, c.{column})::float AS leg_score
     FROM {table} c
-    WHERE c.release_id = :release_id AND :text <% c.{column}{_kind_filter(system)}
+    WHERE c.release_id = :release_id AND :text <% c.{column}{_row_filter(system)}
     ORDER BY leg_score DESC, c.code
     LIMIT :limit
 )"""
@@ -296,18 +320,20 @@ hit AS (
 
 
 def _children_hit(_system: str) -> str:
-    # Narrowing a header (E11) to the billable codes under it, in tabular order.
+    # Narrowing a header (E11) to the billable codes under it (or billable with a 7th character), in tabular order.
     return """
 tree AS (
     SELECT c.code, c.billable, c.tabular_order FROM icd10cm_code c
-    WHERE c.release_id = :release_id AND c.parent_code = ANY(CAST(:codes AS text[]))
+    WHERE c.release_id = :release_id AND c.parent_code = ANY(CAST(:codes AS text[])) AND c.seventh_character IS NULL
     UNION ALL
     SELECT c.code, c.billable, c.tabular_order FROM icd10cm_code c
-    JOIN tree t ON c.release_id = :release_id AND c.parent_code = t.code
+    JOIN tree t ON c.release_id = :release_id AND c.parent_code = t.code AND c.seventh_character IS NULL
 ),
 hit AS (
     SELECT code, (row_number() OVER (ORDER BY tabular_order, code))::int AS leg_rank, 1.0::float AS leg_score
-    FROM tree WHERE billable
+    FROM tree t
+    WHERE t.billable OR EXISTS (SELECT 1 FROM icd10cm_code x WHERE x.release_id = :release_id
+                                AND x.parent_code = t.code AND x.seventh_character IS NOT NULL)
     ORDER BY tabular_order
     LIMIT :limit
 )"""
@@ -318,15 +344,11 @@ INDEX_TITLES = {"diseases": "Index", "external_causes": "External Cause Index", 
                 "neoplasms": "Neoplasm Table"}
 _INDEX_TITLE_SQL = "CASE e.index_name " + " ".join(
     f"WHEN '{name}' THEN '{title}'" for name, title in INDEX_TITLES.items()) + " END"
-# An index code that needs a 7th character ("T39.1X1", "W01.0"): placeholders X up to six characters, then A.
-_SEVENTH_A = ("CASE WHEN length(replace(b.base, '.', '')) = 3 THEN b.base || '.XXXA' "
-              "ELSE b.base || repeat('X', 6 - length(replace(b.base, '.', ''))) || 'A' END")
 
 
 def _index_hit(_system: str) -> str:
     # Index entries sharing most of the term's lexemes (their path, modifiers and the words of the references that
-    # lead to them), then the fewest words the term does not explain. A code ending in "-" is the header to narrow;
-    # a code the Tabular extends with a 7th character gets "A" (initial encounter) when it is not billable itself.
+    # lead to them), then the fewest words the term does not explain. A code ending in "-" is the header to narrow.
     return f"""
 matched AS (
     SELECT e.index_name, e.entry_id, e.path, e.column_name, e.code, e.core_lexemes,
@@ -343,17 +365,11 @@ matched AS (
     LIMIT 4 * :limit
 ),
 entry_code AS (
-    -- one code per entry: the billable one (the code itself, else its 7th-character A form)
-    SELECT DISTINCT ON (m.index_name, m.entry_id, m.column_name) c.code, c.billable, m.shared, m.precision,
-           m.lexemes, m.core_lexemes,
+    SELECT c.code, m.shared, m.precision, m.lexemes, m.core_lexemes,
            m.index_title || ': ' || array_to_string(m.path, ' > ') || coalesce(', ' || m.column_name, '')
-               || ' -> ' || m.code
-               || CASE WHEN c.code <> b.base THEN ' (7th character A, initial encounter: D subsequent, S sequela)'
-                       ELSE '' END AS evidence
+               || ' -> ' || m.code AS evidence
     FROM matched m
-    CROSS JOIN LATERAL (SELECT rtrim(m.code, '-') AS base) b
-    JOIN icd10cm_code c ON c.release_id = :release_id AND c.code IN (b.base, {_SEVENTH_A})
-    ORDER BY m.index_name, m.entry_id, m.column_name, c.billable DESC NULLS LAST, (c.code = b.base) DESC
+    JOIN icd10cm_code c ON c.release_id = :release_id AND c.code = rtrim(m.code, '.-')
 ),
 coded AS (
     SELECT DISTINCT ON (code) code, shared + precision AS score, lexemes, core_lexemes, evidence
@@ -431,7 +447,7 @@ def _code_row(system: str, row: Any) -> CodeRow:
         system=system, code=row.code, display=row.display or row.code, billable=row.billable,
         parent=row.parent_code, parent_display=row.parent_display, kind=row.kind, has_children=row.has_children,
         listed_in_lcd=row.listed_in_lcd, terms=terms, ancestors=ancestors, negated=frozenset(row.negated or ()),
-        head=frozenset(row.head or ()),
+        head=frozenset(row.head or ()), seventh=tuple(SeventhCharacter(*form) for form in (row.seventh or [])),
     )
 
 
@@ -537,7 +553,7 @@ def _spelling_statement(system: str) -> str:
 SELECT w.word, max(similarity(w.word, :word))::float AS similarity
 FROM (
     SELECT c.{column} AS description FROM {table} c
-    WHERE c.release_id = :release_id AND :word <% c.{column}
+    WHERE c.release_id = :release_id AND :word <% c.{column}{_listed(system)}
     ORDER BY word_similarity(:word, c.{column}) DESC
     LIMIT 30
 ) d

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from medrag.codes.classify import ICD10CM
-from medrag.codes.consolidate import MIN_CONFIDENCE, CandidatePool, ranked
+from medrag.codes.consolidate import MIN_SCORE, CandidatePool, ranked
 from medrag.codes.synonyms import SynonymTable
 from medrag.codes.terms import Concept, TermQuery
 
@@ -51,7 +51,7 @@ class ReflectState:
 def _is_weak(pool: CandidatePool, system: str) -> tuple[bool, str]:
     results = ranked(pool, system)
     if not results:
-        return True, f"{system}: nothing at or above {MIN_CONFIDENCE}"
+        return True, f"{system}: nothing at or above {MIN_SCORE}"
     best = results[0]
     if best.exact or best.lexical >= GOOD_LEXICAL:
         return False, ""
@@ -101,7 +101,7 @@ def reflect(pool: CandidatePool, query: TermQuery, systems: list[str], *, state:
                 decision.dropped += [concept.text for concept in qualifiers]
     if ICD10CM in systems:
         # Headers among the best codes, before ranked() hides those with a code below them in the list.
-        scored = sorted((c for c in pool.of(ICD10CM) if c.confidence >= MIN_CONFIDENCE), key=lambda c: -c.confidence)
+        scored = sorted((c for c in pool.of(ICD10CM) if c.score >= MIN_SCORE), key=lambda c: -c.score)
         headers = [candidate.row.code for candidate in scored[:MAX_HEADERS]
                    if candidate.is_header and not candidate.exact and candidate.row.code not in state.headers_expanded]
         if headers:

@@ -57,6 +57,8 @@ class CodeSearch:
     trace: list[str] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
     external: list[ExternalCode] | None = None  # NLM Clinical Tables answers, only when asked for
+    # every scored candidate (consolidate.Candidate), for fitting the confidence model; never printed
+    candidates: list[Any] = field(default_factory=list, repr=False, compare=False)
 
     def as_json(self) -> dict[str, Any]:
         """The `medrag codes --json` object (with "external" only when external tables were asked)."""

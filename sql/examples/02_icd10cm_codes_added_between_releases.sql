@@ -1,5 +1,5 @@
 -- ICD-10-CM codes added between two releases (FY2021 -> FY2026).
--- expect-row-count: 1871
+-- expect-row-count: 3119
 -- expect-contains: M54.50
 SELECT new.code, new.description, new.billable
 FROM v_icd10cm_history new

@@ -18,7 +18,9 @@ def build_drafts(conn: Connection, release_id: int, counter: TokenCounter) -> li
                 rows(conn, "SELECT chapter, description FROM icd10cm_chapter WHERE release_id = :r", r=release_id)}
     sections = {r["section_id"]: r["description"] for r in
                 rows(conn, "SELECT section_id, description FROM icd10cm_section WHERE release_id = :r", r=release_id)}
-    codes = rows(conn, "SELECT * FROM icd10cm_code WHERE release_id = :r ORDER BY tabular_order", r=release_id)
+    # A 7th-character form (T39.1X1A) is its base code's document, which lists the 7th characters.
+    codes = rows(conn, "SELECT * FROM icd10cm_code WHERE release_id = :r AND seventh_character IS NULL "
+                       "ORDER BY tabular_order", r=release_id)
     by_code = {row["code"]: row for row in codes}
     drafts = []
     for row in codes:

@@ -9,8 +9,9 @@ icd10cm_index_entry per code it gives: one row for a plain index term, one per f
 A "see" or "see also" reference is resolved to the entry it names ("Stone" see also "Calculus" -> the main term
 Calculus), and the referring words become aliases of that entry and everything under it: "stone" then finds
 Calculus > ureter -> N20.1, as a coder following the reference would. A reference into the Table of Drugs
-("Overdose" see "Table of Drugs and Chemicals, by drug, poisoning") from a main term makes that term an alias of
-the table's matching columns. References into the Neoplasm Table ("Neoplasm, malignant, by site") are kept as text only.
+("Overdose" see "Table of Drugs and Chemicals, by drug, poisoning") or into a whole column of the Neoplasm Table
+("Carcinoma" see "Neoplasm, by site, malignant") from a main term makes that term an alias of the table's matching
+columns. Site-specific references ("Neoplasm, skin, benign") are kept as text only.
 
 Offline, a third party's flattening of the FY2025 Index to Diseases (`DERIVED-index-to-diseases-*.csv`, never a
 production input) may stand in for the main index XML: same rows, marked by source_file.
@@ -33,7 +34,8 @@ INDEX_NAMES = (DISEASES, EXTERNAL_CAUSES, DRUGS, NEOPLASMS)
 # The stand-in for the Index to Diseases offline (see the module docstring).
 DERIVED_INDEX_CSV = re.compile(r"derived-index-to-diseases[^/]*\.csv$", re.IGNORECASE)
 DERIVED_CSV_COLUMNS = ("RowID", "Letter", "Level", "Term", "See", "SeeAlso", "NonEssModif", "Code")
-_EMPTY_CELL = "--"
+# How the tables print a cell with no code: "--" in the Table of Drugs, "-" in the Neoplasm Table.
+_EMPTY_CELLS = frozenset({"-", "--"})
 # A term that more references point at than this is a generic target ("see also condition": 606 references in
 # FY2025; the next most-referenced term has 92): its referrers are not aliases of what stands under it.
 MAX_REFERRERS = 200
@@ -43,6 +45,17 @@ _DRUG_COLUMN_WORDS = (
     (re.compile(r"adverse effect|6th character 5", re.IGNORECASE), "adverse effect"),
     (re.compile(r"underdos|final character 6", re.IGNORECASE), "underdosing"),
     (re.compile(r"poison|overdos|wrong substance|toxic", re.IGNORECASE), "poisoning"),
+)
+# "Carcinoma - see Neoplasm, by site, malignant": a reference to a whole behaviour column of the Neoplasm Table
+# (site-specific ones, "Neoplasm, skin, benign", name a row and are left out). First match wins: in situ before
+# malignant ("Carcinoma-in-situ - see Neoplasm, in situ, by site").
+_NEOPLASM_TABLE_REFERENCE = re.compile(r"^neoplasm\b.*\bby site\b", re.IGNORECASE)
+_NEOPLASM_COLUMN_WORDS = (
+    (re.compile(r"\bin situ\b", re.IGNORECASE), "ca in situ"),
+    (re.compile(r"\bmalignant\b", re.IGNORECASE), "malignant primary"),
+    (re.compile(r"\bbenign\b", re.IGNORECASE), "benign"),
+    (re.compile(r"\buncertain\b", re.IGNORECASE), "uncertain"),
+    (re.compile(r"\bunspecified\b", re.IGNORECASE), "unspecified"),
 )
 
 INDEX_ENTRY_COLUMNS: list[tuple[str, str]] = [
@@ -161,7 +174,7 @@ def _add_term(parsed: ParsedIndex, element: Element, parent_id: int | None, leve
                        see_also=clean_text(element.findtext("seeAlso")))
     for cell in element.findall("cell"):
         value = clean_text(cell.text)
-        if value and value != _EMPTY_CELL and cell.get("col") in headings:
+        if value and value not in _EMPTY_CELLS and cell.get("col") in headings:
             entry.cells[headings[cell.get("col")]] = value
     parsed.entries.append(entry)
     for child in element.findall("term"):
@@ -218,7 +231,7 @@ def _keys(title: str) -> set[str]:
 def resolve_references(indexes: Iterable[ParsedIndex]) -> None:
     """Fill paths, resolve see / see-also to entries of the same index, and collect aliases (see the docstring)."""
     indexes = list(indexes)
-    drug_tables = [parsed for parsed in indexes if parsed.index_name == DRUGS]
+    tables = {name: [parsed for parsed in indexes if parsed.index_name == name] for name in (DRUGS, NEOPLASMS)}
     for parsed in indexes:
         by_id = {entry.entry_id: entry for entry in parsed.entries}
         children: dict[int | None, list[IndexEntry]] = {}
@@ -231,12 +244,14 @@ def resolve_references(indexes: Iterable[ParsedIndex]) -> None:
             for reference in (entry.see, entry.see_also):
                 if not reference:
                     continue
-                if _DRUG_TABLE_REFERENCE.match(reference):
-                    # Only main terms ("Overdose", "Poisoning"): a subterm's words ("Shock > drug > overdose")
+                table_columns = _table_reference(reference)
+                if table_columns is not None:
+                    # Only main terms ("Overdose", "Carcinoma"): a subterm's words ("Shock > drug > overdose")
                     # would reach every row of the table.
+                    name, column_words = table_columns
                     if entry.level == 0:
-                        for table in drug_tables:
-                            _alias_drug_columns(table, f"{reference} {words}", entry.title)
+                        for table in tables[name]:
+                            _alias_columns(table, column_words, f"{reference} {words}", entry.title)
                     continue
                 target = _resolve(reference, children)
                 if target is None or target is entry:
@@ -275,8 +290,17 @@ def _child_named(entries: list[IndexEntry], name: str) -> IndexEntry | None:
     return None
 
 
-def _alias_drug_columns(table: ParsedIndex, evidence: str, words: str) -> None:
-    for pattern, column_word in _DRUG_COLUMN_WORDS:
+def _table_reference(reference: str) -> tuple[str, tuple] | None:
+    """(table, its column words) when a reference sends the reader to a whole column of a table."""
+    if _DRUG_TABLE_REFERENCE.match(reference):
+        return DRUGS, _DRUG_COLUMN_WORDS
+    if _NEOPLASM_TABLE_REFERENCE.match(reference):
+        return NEOPLASMS, _NEOPLASM_COLUMN_WORDS
+    return None
+
+
+def _alias_columns(table: ParsedIndex, column_words: tuple, evidence: str, words: str) -> None:
+    for pattern, column_word in column_words:
         if pattern.search(evidence):
             for column in table.columns:
                 if column.lower().startswith(column_word):

@@ -67,6 +67,7 @@ ICD10CM_CODE_COLUMNS: list[tuple[str, str]] = [
     ("seven_chr_def", "jsonb"),
     ("seven_chr_def_notes", "text[]"),
     ("seven_chr_def_from", "text"),
+    ("seventh_character", "text"),
 ]
 
 ICD10CM_ORDER_COLUMNS: list[tuple[str, str]] = [
@@ -84,6 +85,11 @@ FULL_CODE_LENGTH = 7
 # not a note); they are counted in TabularRelease.skipped_elements rather than silently vanishing.
 _STRUCTURAL_TAGS = {"name", "desc", "diag", "sevenChrNote", "sevenChrDef", "section", "sectionIndex"}
 
+# The one kind of exception the Tabular states in prose (S06): "7th characters D and S do not apply to codes in
+# category S06 with 6th character 7 - death due to ..., or 8 - death due to ...".
+_SEVENTH_EXCEPTION = re.compile(r"7th characters? ((?:[A-Z0-9](?:, | and | or )?)+) do(?:es)? not apply to codes "
+                                r"in category \S+ with 6th characters? (.*)")
+_SIXTH_CHARACTER = re.compile(r"(?:^|, or |, | or )([A-Z0-9]) - ")
 _ORDER_CODE = re.compile(r"[A-Z][0-9A-Z]{2,6}")
 _EXPLICIT_FY = re.compile(r"(?i)(?<![a-z0-9])fy[\s_-]?((?:19|20)\d{2})(?!\d)")
 _BARE_YEAR = re.compile(r"(?<!\d)((?:19|20)\d{2})(?!\d)")
@@ -237,6 +243,8 @@ class _CodeCollector:
         self.codes = codes
         self.skipped = skipped
         self.seen: set[str] = set()
+        self.definitions: dict[str, dict[str, str]] = {}
+        self.exceptions: dict[str, dict[str, set[str]]] = {}
 
     def collect(self, section: Element, chapter: int, section_id: str) -> None:
         """Add rows for every diag in the section, depth first."""
@@ -279,10 +287,47 @@ class _CodeCollector:
             "seven_chr_def": seven_chr_def,
             "seven_chr_def_notes": seven_chr_def_notes,
             "seven_chr_def_from": seven_chr_from,
+            "seventh_character": None,
         }
         self.codes.append(row)
+        if seven_chr_def is not None:
+            self.definitions[code] = seven_chr_def
+            self.exceptions[code] = seventh_character_exceptions(row["notes"] or [])
+        if requires_seventh and not children:
+            self.codes.extend(self._extensions(row, self.definitions[seven_chr_from], self.exceptions[seven_chr_from]))
         for child in children:
             self._add(child, chapter, section_id, code, depth + 1, seven_chr_from)
+
+    def _extensions(self, row: dict, definition: dict[str, str], exceptions: dict[str, set[str]]) -> list[dict]:
+        """The billable codes the Tabular implies but does not list: the code, X placeholders, each 7th character."""
+        padded = row["code"].replace(".", "").ljust(FULL_CODE_LENGTH - 1, "X")
+        excluded = exceptions.get(padded[-1], set())
+        allowed = [(character, meaning) for character, meaning in definition.items() if character not in excluded]
+        return [{
+            **row,
+            **dict.fromkeys(NOTE_COLUMNS.values()),
+            "code": dotted_icd10cm(padded + character),
+            "description": f"{row['description']}, {meaning}",
+            "parent_code": row["code"],
+            "depth": row["depth"] + 1,
+            "tabular_order": len(self.codes) + 1 + offset,
+            "billable": True,
+            "requires_seventh_character": False,
+            "is_placeholder": row["is_placeholder"] or "X" in padded[3:],
+            "seven_chr_note": None, "seven_chr_def": None, "seven_chr_def_notes": None,
+            "seventh_character": character,
+        } for offset, (character, meaning) in enumerate(allowed)]
+
+
+def seventh_character_exceptions(notes: Iterable[str]) -> dict[str, set[str]]:
+    """{6th character: 7th characters that do not apply} from a category's notes (S06's "do not apply" note)."""
+    exceptions: dict[str, set[str]] = {}
+    for note in notes:
+        if match := _SEVENTH_EXCEPTION.search(note):
+            characters = set(re.findall(r"\b[A-Z0-9]\b", match.group(1)))
+            for sixth in _SIXTH_CHARACTER.findall(match.group(2)):
+                exceptions.setdefault(sixth, set()).update(characters)
+    return exceptions
 
 
 def parse_tabular(path: Path) -> TabularRelease:
@@ -461,21 +506,28 @@ def _extract_members(files: list[Path], workdir: Path) -> dict[str, Path]:
 
 
 def codes_from_order(order_rows: list[dict]) -> list[dict]:
-    """icd10cm_code rows from an order file: code, long description, billable flag, parent by prefix, order."""
-    known: set[str] = set()
+    """icd10cm_code rows from an order file: code, long description, billable flag, parent by prefix, order.
+
+    Without the Tabular's 7th-character definitions, a full-length code is taken for its parent plus a 7th
+    character when its description is the parent's plus ", <meaning>" (as CDC writes every extension).
+    """
+    descriptions: dict[str, str] = {}
     codes = []
     for row in order_rows:
-        code = row["code"]
+        code, description = row["code"], row["long_description"]
         bare = code.replace(".", "")
         parent = next((candidate for length in range(len(bare) - 1, 2, -1)
-                       if (candidate := dotted_icd10cm(bare[:length])) in known), None)
-        known.add(code)
+                       if (candidate := dotted_icd10cm(bare[:length])) in descriptions), None)
+        descriptions[code] = description
+        extends_parent = (len(bare) == FULL_CODE_LENGTH and parent is not None
+                          and description.startswith(descriptions[parent] + ", "))
         codes.append({
-            "code": code, "description": row["long_description"], "parent_code": parent, "chapter": None,
+            "code": code, "description": description, "parent_code": parent, "chapter": None,
             "section_id": None, "depth": len(bare) - 2, "tabular_order": row["order_number"],
             "billable": row["billable"], "requires_seventh_character": None, "is_placeholder": "X" in bare[3:],
             **dict.fromkeys(NOTE_COLUMNS.values()),
             "seven_chr_note": None, "seven_chr_def": None, "seven_chr_def_notes": None, "seven_chr_def_from": None,
+            "seventh_character": bare[-1] if extends_parent else None,
         })
     return codes
 

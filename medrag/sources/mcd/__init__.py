@@ -6,4 +6,5 @@ PAGE_URL = "https://www.cms.gov/medicare-coverage-database/downloads/downloads.a
 KINDS = (DocumentKind("ncd", POLICY_GROUP, "NCD", authority_rank=0),
          DocumentKind("lcd", POLICY_GROUP, "LCD", authority_rank=2),
          DocumentKind("article", POLICY_GROUP, "Article", authority_rank=2))
-SPEC = SourceSpec("mcd", page_url=PAGE_URL, kinds=KINDS)
+# documents_format 2: an NCD's (or LCD's) CMS keywords are a section of its document
+SPEC = SourceSpec("mcd", page_url=PAGE_URL, kinds=KINDS, documents_format=2)

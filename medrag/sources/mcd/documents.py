@@ -31,6 +31,7 @@ LCD_SECTIONS = (
     ("util_guide", "Utilization Guidelines"),
 )
 ARTICLE_SECTIONS = (("description", "Article Text"), ("other_comments", "Other Comments"))
+KEYWORDS_HEADING = "Keywords"
 
 def _lcd_context(conn: Connection, release_id: int) -> dict[int, dict[str, Any]]:
     """Per LCD id (its newest version in the export): contractors, states, HCPCS codes, code-group notes, NCDs."""
@@ -68,6 +69,14 @@ def _lcd_context(conn: Connection, release_id: int) -> dict[int, dict[str, Any]]
     return lcds
 
 
+def _keywords(prefix: str, keywords: str | None) -> list[Section]:
+    """CMS's curated search words for a determination ("Phacoemulsification cataract surgery" for NCD 80.10) as a
+    section of their own: full text and the embedding both see them."""
+    if not keywords or not keywords.strip():
+        return []
+    return [Section(heading=f"{prefix} > {KEYWORDS_HEADING}", text=keywords.strip(), section=KEYWORDS_HEADING)]
+
+
 def build_drafts(conn: Connection, release_id: int, counter: TokenCounter) -> list[DocumentDraft]:
     """NCD documents (every version, sections per narrative) and LCD / Article documents when present."""
     from medrag.sources.htmltext import html_to_text
@@ -79,8 +88,9 @@ def build_drafts(conn: Connection, release_id: int, counter: TokenCounter) -> li
             source="ncd", key=row["section"], version=str(row["version"]), title=row["title"],
             url=NCD_URL.format(ncd_id=row["ncd_id"], version=row["version"]),
             effective_date=row["effective_date"], termination_date=row["termination_date"],
-            sections=[Section(heading=f"{prefix} > {heading}", text=row[column], section=heading)
-                      for column, heading in NCD_SECTIONS if row[column]],
+            sections=_keywords(prefix, row.get("keywords"))
+            + [Section(heading=f"{prefix} > {heading}", text=row[column], section=heading)
+               for column, heading in NCD_SECTIONS if row[column]],
             metadata={"ncd_id": row["ncd_id"], "coverage_level": row["coverage_level"], "authority": "national",
                       "is_current_version": row["is_current"]},
         ))
@@ -95,7 +105,7 @@ def build_drafts(conn: Connection, release_id: int, counter: TokenCounter) -> li
         prefix = f"LCD {key} {real_title}" if real_title else f"LCD {key}"
         contractors = "; ".join(f"{c['name']} ({c['type']} {c['number']})" for c in context["contractors"])
         states = sorted(context["states"])
-        sections = []
+        sections = _keywords(prefix, (full or {}).get("keywords"))
         if contractors:
             sections.append(Section(f"{prefix} > Contractors and jurisdictions",
                                     f"Contractors: {contractors}.\nStates: {', '.join(states)}.", "Contractors"))
