@@ -1,6 +1,6 @@
-"""Candidates from every lookup, deduplicated and scored: a deterministic confidence, tiers, top N per system.
+"""Candidates from every lookup, deduplicated and scored: a score that ranks, a calibrated confidence, tiers.
 
-confidence = 0.60 lexical + 0.05 rank + 0.20 specificity + 0.15 semantic similarity, where
+score = (0.60 lexical + 0.05 rank + 0.20 specificity + 0.15 semantic similarity) x routing prior, where
 
 - lexical: coverage x (0.4 + 0.6 precision) of the code's best wording (its description, an inclusion term, or
   a term of a code above it). Coverage is the share of the term's concepts found in the wording (a word after
@@ -15,8 +15,10 @@ confidence = 0.60 lexical + 0.05 rank + 0.20 specificity + 0.15 semantic similar
 - semantic: cosine similarity of the term and the code's document embedding. Without embeddings the other
   weights are scaled up to sum to one.
 
-A code needs evidence: at least half of the term in its wording, or (without that) a close embedding, and then it
-stays below the medium tier. A code written in the term and found in the tables is exact (confidence 1).
+A code needs evidence: at least half of the term in its wording, or (without that) a close embedding, and then its
+score is capped. The confidence shown is the probability that a coder accepts the code, from the score and the
+code's distance to its system's best (Calibration, fitted on the dev set by codes/fit.py); a code written in the
+term and found in the tables is exact (confidence 1).
 """
 
 from __future__ import annotations
