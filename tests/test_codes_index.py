@@ -56,6 +56,29 @@ def test_stone_in_the_ureter_follows_the_index(finder) -> None:
     assert any("Index: Calculus, calculi, calculous > ureter -> N20.1" in line for line in search.trace)
 
 
+def test_codes_under_an_index_header_inherit_its_entry_and_the_unspecified_one_comes_first(finder) -> None:
+    """Cancer > breast -> C50.91-: the Tabular completes the header; with no side in the term, the unspecified
+    breast (C50.919), not the first code of the list (C50.911, right breast)."""
+    search = finder.find("breast cancer")
+    assert codes_of(search, ICD10CM)[0] == "C50.919", search.trace
+    assert any(line.startswith("score ICD-10-CM: C50.919") and "Index: Cancer > breast -> C50.91-" in line
+               for line in search.trace), search.trace
+
+
+def test_a_reference_without_a_comma_leads_to_the_subterm(finder) -> None:
+    search = finder.find("ear infection")  # Infection > ear (middle): see Otitis media
+    assert codes_of(search, ICD10CM)[0] == "H66.90", search.trace
+    assert any("Index: Otitis > media -> H66.9-" in line for line in search.trace)
+
+
+def test_a_without_clause_covers_nothing(finder) -> None:
+    """R11.0 "Nausea" has the inclusion term "Nausea without vomiting" and the Index entry "Nausea (without
+    vomiting)": neither covers "vomiting"; R11.2 "Nausea with vomiting" does."""
+    search = finder.find("nausea and vomiting")
+    assert codes_of(search, ICD10CM)[0] == "R11.2", search.trace
+    assert codes_of(search, ICD10CM).index("R11.0") > 0
+
+
 def test_drug_table_term_gets_its_seventh_character_explained(finder) -> None:
     search = finder.find("acetaminophen overdose, accidental")
     assert codes_of(search, ICD10CM)[0] == "T39.1X1A", search.trace

@@ -110,6 +110,20 @@ def test_derived_index_rebuilds_the_tree_and_follows_see_also(indexes) -> None:
     assert row["source_file"] == "DERIVED-index-to-diseases-2025.csv"
 
 
+def test_reference_naming_a_main_term_and_subterm_in_one_phrase_is_followed(indexes) -> None:
+    diseases = indexes[DISEASES]
+    ear = _entry(diseases, "Infection, infected, infective", "ear")
+    media = _entry(diseases, "Otitis", "media")
+    assert ear.see_also == "Otitis media" and ear.see_entry_id == media.entry_id  # no comma: Otitis > media
+    assert "Infection, infected, infective ear" in media.aliases
+
+
+def test_reference_with_nonessential_modifiers_names_the_term_without_them(indexes) -> None:
+    referrer = next(entry for entry in indexes[DISEASES].entries if entry.see == "Abortion (complete) (spontaneous)")
+    assert referrer.path == ("Abortion", "spontaneous")
+    assert referrer.see_entry_id == _entry(indexes[DISEASES], "Abortion").entry_id
+
+
 def test_generic_see_also_condition_is_not_an_alias(indexes) -> None:
     condition = _entry(indexes[DISEASES], "Condition")
     assert condition.aliases == []

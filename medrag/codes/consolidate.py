@@ -137,11 +137,12 @@ class Candidate:
         return None
 
     def index_terms(self) -> tuple[Term, ...]:
-        """The Index entry that led to this code, as one more wording of it (what a coder looked up)."""
+        """The Index entry that led to this code, as one more wording of it (what a coder looked up); for a code
+        under the header the Index gave, a wording of that header (what the code adds to it is unexplained)."""
         hit = self.hits.get("index")
         if hit is None or not hit.lexemes:
             return ()
-        return (Term(hit.evidence, self.row.code, hit.lexemes, hit.core),)
+        return (Term(hit.evidence, hit.via or self.row.code, hit.lexemes, hit.core, hit.negated),)
 
     def explain(self) -> str:
         """The features behind the confidence, for the trace."""
@@ -270,15 +271,14 @@ def lexical_match(row: CodeRow, query: TermQuery, extra_terms: tuple[Term, ...] 
     explained_by_query = query.explained_lexemes()
     numbers_count = any(lexeme.isdigit() for lexeme in query.all_lexemes())
     asks_other = "other" in query.text.lower().split()
-    above = frozenset().union(*(lexemes for _, lexemes in row.ancestors))
-    # Words only negated in the description ("without heart failure") do not cover the term's words.
-    negated = frozenset() if "without" in query.all_lexemes() else row.negated - above
+    # Words a wording names only in its "without" clause ("Vomiting without nausea") cover none of the term's.
+    asks_without = "without" in query.all_lexemes()
     description_content = _content(row.terms[0].core, numbers_count, row.terms[0].text)
     best = LexicalMatch()
     nos_default = False
     for index, term in enumerate(row.terms + extra_terms):
         inherited = term.source != row.code
-        lexemes = term.lexemes - negated if index == 0 else term.lexemes
+        lexemes = term.lexemes if asks_without else term.lexemes - term.negated
         coverage = sum(_concept_coverage(concept, lexemes) for concept in focus) / len(focus)
         content = _content(term.core, numbers_count, term.text)
         explained = len(content & explained_by_query)

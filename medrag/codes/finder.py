@@ -15,6 +15,7 @@ import time
 import unicodedata
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any, Protocol
 
 from sqlalchemy import Engine
@@ -419,6 +420,8 @@ class _Search:
         for result in results:
             for code, hit in result.hits:
                 self.pool.add(result.lookup.system, code, hit)
+            if result.lookup.leg == "children":
+                self._inherit_index_entries(result)
         details = {system: self.executor.submit(self.finder.code_rows, self.releases[system],
                                                 self.pool.without_details(system))
                    for system in self.systems if self.pool.without_details(system)}
@@ -438,6 +441,18 @@ class _Search:
         parts = counts + [f"{item} skipped" for item in skipped]
         self.timings[f"round_{number}"] = (time.perf_counter() - started) * 1000
         self.trace.append(f"round {number}: " + "; ".join(parts) + f" [{self.timings[f'round_{number}']:.0f} ms]")
+
+    def _inherit_index_entries(self, result: LookupResult) -> None:
+        """The billable codes under a header the Index gave (Cancer > breast -> C50.91-) are what that entry leads
+        to, as a coder completes the code in the Tabular: each gets the entry as a wording inherited from the
+        header, so the words a code adds ("right") count as unexplained and the unspecified default comes first."""
+        headers = sorted(result.lookup.codes, key=len, reverse=True)
+        for code, _hit in result.hits:
+            header = next((header for header in headers if code.startswith(header)), None)
+            found = self.pool.candidates.get((ICD10CM, header)) if header else None
+            entry = found.hits.get("index") if found else None
+            if entry is not None and not entry.via:
+                self.pool.add(ICD10CM, code, replace(entry, via=header))
 
     def _add_similarities(self) -> None:
         if self.embedding is None or not self.semantic_systems:

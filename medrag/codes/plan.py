@@ -59,6 +59,7 @@ class Term:
     source: str
     lexemes: frozenset[str]
     core: frozenset[str]  # without nonessential modifiers and filler: what precision is measured on
+    negated: frozenset[str] = frozenset()  # what only its "without" clause names: covers nothing
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,6 @@ class CodeRow:
     listed_in_lcd: bool
     terms: tuple[Term, ...]  # terms[0] is the description
     ancestors: tuple[tuple[str, frozenset[str]], ...] = ()  # (code, description lexemes) of the codes above it
-    negated: frozenset[str] = frozenset()  # lexemes after "without" in the description
     head: frozenset[str] = frozenset()  # lexemes of the description up to its first comma ("Walker, rigid ...")
     # The billable codes a 7th character makes of it (T39.1X1 -> T39.1X1A, D, S), in the Tabular's order.
     seventh: tuple[SeventhCharacter, ...] = ()
@@ -107,6 +107,8 @@ class LegHit:
     evidence: str = ""
     lexemes: frozenset[str] = frozenset()
     core: frozenset[str] = frozenset()
+    negated: frozenset[str] = frozenset()  # what the entry names only after "without" ("Vomiting > without nausea")
+    via: str = ""  # the header the Index gave, when this code is one of the billable codes under it
 
 
 @dataclass(frozen=True)
@@ -198,26 +200,33 @@ def _lexemes(expression: str) -> str:
 # What a wording says once ICD-10-CM's nonessential modifiers (in parentheses) and bracketed synonyms are set
 # aside: what precision is measured on (filler such as "NOS" is set aside in consolidate).
 _ICD_CORE = "regexp_replace({text}, '\\([^)]*\\)|\\[[^]]*\\]', ' ', 'g')"
-# Lexemes after "without" in a description ("Hypertensive heart disease without heart failure").
-_NEGATED = ("(SELECT coalesce(array_agg(DISTINCT lexeme), '{}') "
-            "FROM regexp_matches(d.display, '\\mwithout\\s+([^,]*?)(?=\\s+with\\M|,|$)', 'gi') AS m, "
-            f"unnest({_lexemes('m[1]')}) AS lexeme)")
+# A "without" clause of a wording, up to its next "with", comma or end ("Vomiting without nausea").
+_WITHOUT_CLAUSE = "\\mwithout\\s+([^,]*?)(?=\\s+with\\M|,|$)"
+
+
+def _negated(expression: str) -> str:
+    """Lexemes only a "without" clause of the wording names: "Vomiting without nausea" -> nausea, while
+    "Hypertensive heart disease without heart failure" keeps heart, which the wording also says outright."""
+    rest = f"regexp_replace({expression}, '{_WITHOUT_CLAUSE}', ' ', 'gi')"
+    return (f"(SELECT coalesce(array_agg(DISTINCT lexeme), '{{}}') "
+            f"FROM regexp_matches({expression}, '{_WITHOUT_CLAUSE}', 'gi') AS clause, "
+            f"unnest({_lexemes('clause[1]')}) AS lexeme "
+            f"WHERE lexeme <> ALL({_lexemes(rest)}))")
 
 
 def details_statement(system: str) -> str:
     """Details of the codes in :codes (those of the release that exist, are active and of the wanted kinds)."""
     core = _ICD_CORE.format(text="e.value ->> 0") if system == ICD10CM else "(e.value ->> 0)"
-    negated = _NEGATED if system == ICD10CM else "'{}'::text[]"
+    negated = _negated("e.value ->> 0") if system == ICD10CM else "'{}'::text[]"
     details = _ICD_DETAILS if system == ICD10CM else _HCPCS_DETAILS
     return details + f"""
 SELECT d.code, d.display, d.billable, d.parent_code, d.parent_display, d.kind, d.has_children, d.listed_in_lcd,
        d.seventh,
        (SELECT jsonb_agg(jsonb_build_array(e.value ->> 0, e.value ->> 1, {_lexemes("e.value ->> 0")},
-                                           {_lexemes(core)}) ORDER BY e.ordinality)
+                                           {_lexemes(core)}, {negated}) ORDER BY e.ordinality)
         FROM jsonb_array_elements(d.terms) WITH ORDINALITY AS e) AS terms,
        (SELECT coalesce(jsonb_agg(jsonb_build_array(e.value ->> 0, {_lexemes("e.value ->> 1")})), '[]')
         FROM jsonb_array_elements(d.ancestors) AS e) AS ancestors,
-       {negated} AS negated,
        {_lexemes("split_part(d.display, ',', 1)")} AS head
 FROM detail d
 ORDER BY d.n
@@ -357,7 +366,7 @@ term_query AS (
     FROM (SELECT DISTINCT unnest(CAST(:lexemes AS text[])) AS lexeme) l
 ),
 matched AS (
-    SELECT e.index_name, e.entry_id, e.path, e.column_name, e.code, e.core_lexemes, e.search_vector,
+    SELECT e.index_name, e.entry_id, e.path, e.nemod, e.column_name, e.code, e.core_lexemes, e.search_vector,
            (SELECT count(*) FROM unnest(t.queries) AS q(query) WHERE e.search_vector @@ q.query)::int AS shared,
            (SELECT count(DISTINCT lexeme) FROM unnest(e.core_lexemes) AS c(lexeme)
             WHERE c.lexeme = ANY(CAST(:lexemes AS text[])))::float / greatest(cardinality(e.core_lexemes), 1)
@@ -371,19 +380,20 @@ matched AS (
 ),
 entry_code AS (
     SELECT c.code, m.shared, m.precision, tsvector_to_array(m.search_vector) AS lexemes, m.core_lexemes,
+           {_negated("array_to_string(m.path || m.nemod, ', ')")} AS negated,
            m.index_title || ': ' || array_to_string(m.path, ' > ') || coalesce(', ' || m.column_name, '')
                || ' -> ' || m.code AS evidence
     FROM matched m
     JOIN icd10cm_code c ON c.release_id = :release_id AND c.code = rtrim(m.code, '.-')
 ),
 coded AS (
-    SELECT DISTINCT ON (code) code, shared + precision AS score, lexemes, core_lexemes, evidence
+    SELECT DISTINCT ON (code) code, shared + precision AS score, lexemes, core_lexemes, negated, evidence
     FROM entry_code
     ORDER BY code, shared DESC, precision DESC
 ),
 hit AS (
     SELECT code, (row_number() OVER (ORDER BY score DESC, code))::int AS leg_rank, score::float AS leg_score,
-           evidence, lexemes, core_lexemes
+           evidence, lexemes, core_lexemes, negated
     FROM coded
     ORDER BY leg_rank
     LIMIT :limit
@@ -396,7 +406,7 @@ _LEGS = {"exact": _exact_hit, "words": _words_hit, "fulltext": _fulltext_hit, "t
 
 def lookup_statement(leg: str, system: str) -> str:
     """The SQL of one leg for one system: codes with their rank and score in that leg."""
-    extra = ", evidence, lexemes, core_lexemes" if leg == "index" else ""
+    extra = ", evidence, lexemes, core_lexemes, negated" if leg == "index" else ""
     return (f"WITH RECURSIVE {_LEGS[leg](system).lstrip()}\n"
             f"SELECT code, leg_rank, leg_score{extra} FROM hit ORDER BY leg_rank")
 
@@ -427,7 +437,8 @@ def run_lookup(engine: Engine, lookup: Lookup, release: CodeRelease, limit: int 
         rows = conn.execute(statement, params).all()
     if lookup.leg == "index":
         hits = [(row.code, LegHit(lookup.leg, row.leg_rank, float(row.leg_score or 0.0), row.evidence,
-                                  frozenset(row.lexemes or ()), frozenset(row.core_lexemes or ()))) for row in rows]
+                                  frozenset(row.lexemes or ()), frozenset(row.core_lexemes or ()),
+                                  frozenset(row.negated or ()))) for row in rows]
     else:
         hits = [(row.code, LegHit(lookup.leg, row.leg_rank, float(row.leg_score or 0.0))) for row in rows]
     return LookupResult(lookup, hits, (time.perf_counter() - started) * 1000)
@@ -445,13 +456,13 @@ def fetch_details(engine: Engine, release: CodeRelease, codes: Sequence[str], ki
 
 
 def _code_row(system: str, row: Any) -> CodeRow:
-    terms = tuple(Term(text, source, frozenset(lexemes), frozenset(core))
-                  for text, source, lexemes, core in (row.terms or []))
+    terms = tuple(Term(text, source, frozenset(lexemes), frozenset(core), frozenset(negated))
+                  for text, source, lexemes, core, negated in (row.terms or []))
     ancestors = tuple((code, frozenset(lexemes)) for code, lexemes in (row.ancestors or []))
     return CodeRow(
         system=system, code=row.code, display=row.display or row.code, billable=row.billable,
         parent=row.parent_code, parent_display=row.parent_display, kind=row.kind, has_children=row.has_children,
-        listed_in_lcd=row.listed_in_lcd, terms=terms, ancestors=ancestors, negated=frozenset(row.negated or ()),
+        listed_in_lcd=row.listed_in_lcd, terms=terms, ancestors=ancestors,
         head=frozenset(row.head or ()), seventh=tuple(SeventhCharacter(*form) for form in (row.seventh or [])),
     )
 

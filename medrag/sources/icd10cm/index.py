@@ -23,6 +23,7 @@ import csv
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path, PurePosixPath
 from xml.etree.ElementTree import Element
 
@@ -220,12 +221,15 @@ def parse_derived_index_csv(path: Path) -> ParsedIndex:
 _NOT_ELSEWHERE = re.compile(r"\s+(nec|nos)$")
 
 
-def _keys(title: str) -> set[str]:
+@cache
+def _keys(title: str) -> frozenset[str]:
     """How a reference may name a term: its whole title or its first comma part ("Calculus, calculi" -> both),
-    with or without a closing NEC / NOS ("aircraft" names "aircraft NEC")."""
+    with or without its nonessential modifiers ("Loss (of)" -> "loss") and a closing NEC / NOS ("aircraft" names
+    "aircraft NEC")."""
     whole = title.lower().strip()
     keys = {whole, whole.split(",")[0].strip()}
-    return keys | {_NOT_ELSEWHERE.sub("", key) for key in keys}
+    keys |= {" ".join(_without_parentheses(key).split()) for key in keys}
+    return frozenset(keys | {_NOT_ELSEWHERE.sub("", key) for key in keys})
 
 
 def resolve_references(indexes: Iterable[ParsedIndex]) -> None:
@@ -266,8 +270,21 @@ def resolve_references(indexes: Iterable[ParsedIndex]) -> None:
 
 
 def _resolve(reference: str, children: dict[int | None, list[IndexEntry]]) -> IndexEntry | None:
-    """The entry a reference names: the longest comma-joined prefix that is a main term, then its subterms."""
-    parts = [part.strip() for part in reference.split(",") if part.strip()]
+    """The entry a reference names: the longest comma-joined prefix that is a main term, then its subterms; a
+    reference without commas may name a main term and a subterm in one phrase ("Otitis media": Otitis > media)."""
+    parts = [" ".join(_without_parentheses(part).split()) for part in reference.split(",")]
+    parts = [part for part in parts if part]
+    target = _resolve_parts(parts, children)
+    if target is None and len(parts) == 1:
+        words = parts[0].split()
+        for split in range(len(words) - 1, 0, -1):
+            target = _resolve_parts([" ".join(words[:split]), " ".join(words[split:])], children)
+            if target is not None:
+                break
+    return target
+
+
+def _resolve_parts(parts: list[str], children: dict[int | None, list[IndexEntry]]) -> IndexEntry | None:
     for split in range(len(parts), 0, -1):
         main = _child_named(children.get(None, []), ", ".join(parts[:split]))
         if main is None:
