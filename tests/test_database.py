@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import psycopg
 import pytest
+from click.testing import CliRunner
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
+from medrag.cli import main
 from medrag.core import migrate
 from medrag.core.db import get_engine, libpq_url
 
@@ -25,6 +27,15 @@ def test_releases_with_documents_are_marked_as_built_by_the_first_format(empty_d
     with engine.connect() as conn:
         formats = dict(conn.execute(text("SELECT id, documents_format FROM release")).all())
     assert formats == {built: 1, bare: None}
+
+
+def test_a_command_on_a_database_never_migrated_says_so_in_one_line(empty_db_url: str, monkeypatch) -> None:
+    monkeypatch.setenv("DATABASE_URL", empty_db_url)
+    outcome = CliRunner().invoke(main, ["codes", "breast cancer"])
+    assert outcome.exit_code == 2, outcome.output
+    assert outcome.stderr.strip().splitlines() == [
+        'medrag: error: the database lacks medrag\'s schema (relation "release" does not exist): '
+        "run `medrag db migrate`"]
 
 
 def test_extensions_are_installed_at_the_versions_we_need(db_url: str) -> None:

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from medrag.core.errors import MedragError, unreachable_message
+from medrag.core.errors import MedragError, schema_missing_message, unreachable_message
 
 USAGE_ERROR = 2
 
@@ -15,8 +15,9 @@ class MedragGroup(click.Group):
     """A click group that turns expected failures into a one-line message instead of a traceback."""
 
     def invoke(self, ctx: click.Context) -> object:
-        """Run the command; MedragError and database connection failures exit 2 with one line."""
-        from sqlalchemy.exc import OperationalError
+        """Run the command; MedragError, database connection failures and a database without medrag's schema exit
+        2 with one line."""
+        from sqlalchemy.exc import OperationalError, ProgrammingError
 
         try:
             return super().invoke(ctx)
@@ -25,6 +26,12 @@ class MedragGroup(click.Group):
             sys.exit(USAGE_ERROR)
         except OperationalError as exc:
             click.echo(f"medrag: error: {unreachable_message(exc)}", err=True)
+            sys.exit(USAGE_ERROR)
+        except ProgrammingError as exc:
+            message = schema_missing_message(exc)
+            if message is None:
+                raise
+            click.echo(f"medrag: error: {message}", err=True)
             sys.exit(USAGE_ERROR)
 
 
