@@ -124,6 +124,13 @@ def test_reference_with_nonessential_modifiers_names_the_term_without_them(index
     assert referrer.see_entry_id == _entry(indexes[DISEASES], "Abortion").entry_id
 
 
+def test_see_also_within_one_main_term_is_followed_but_is_not_an_alias(indexes) -> None:
+    family = _entry(indexes[DISEASES], "History", "family")
+    personal = _entry(indexes[DISEASES], "History", "personal")
+    assert family.see_also == "History, personal (of)" and family.see_entry_id == personal.entry_id
+    assert "History family" not in personal.aliases  # a family history is not a personal one
+
+
 def test_generic_see_also_condition_is_not_an_alias(indexes) -> None:
     condition = _entry(indexes[DISEASES], "Condition")
     assert condition.aliases == []

@@ -8,7 +8,9 @@ icd10cm_index_entry per code it gives: one row for a plain index term, one per f
 
 A "see" or "see also" reference is resolved to the entry it names ("Stone" see also "Calculus" -> the main term
 Calculus), and the referring words become aliases of that entry and everything under it: "stone" then finds
-Calculus > ureter -> N20.1, as a coder following the reference would. A reference into the Table of Drugs
+Calculus > ureter -> N20.1, as a coder following the reference would. A "see also" within one main term ("History,
+family" see also "History, personal") points at a neighbour, not another name: it is resolved but makes no alias.
+A reference into the Table of Drugs
 ("Overdose" see "Table of Drugs and Chemicals, by drug, poisoning") or into a whole column of the Neoplasm Table
 ("Carcinoma" see "Neoplasm, by site, malignant") from a main term makes that term an alias of the table's matching
 columns. Site-specific references ("Neoplasm, skin, benign") are kept as text only.
@@ -245,7 +247,7 @@ def resolve_references(indexes: Iterable[ParsedIndex]) -> None:
             children.setdefault(entry.parent_id, []).append(entry)
         for entry in parsed.entries:
             words = " ".join(entry.path)
-            for reference in (entry.see, entry.see_also):
+            for reference, also in ((entry.see, False), (entry.see_also, True)):
                 if not reference:
                     continue
                 table_columns = _table_reference(reference)
@@ -262,6 +264,10 @@ def resolve_references(indexes: Iterable[ParsedIndex]) -> None:
                     continue
                 if entry.see_entry_id is None:
                     entry.see_entry_id = target.entry_id
+                # "History, family - see also History, personal": a sibling to look at too, not another name for
+                # it; a "see" (the same thing) or a "see also" to another main term ("Stone" -> Calculus) is one.
+                if also and target.path[0] == entry.path[0]:
+                    continue
                 if words not in target.aliases:
                     target.aliases.append(words)
         for entry in parsed.entries:
