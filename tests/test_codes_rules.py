@@ -110,6 +110,27 @@ def test_lexical_match_rewards_coverage_then_precision() -> None:
     assert lexical_match(unrelated, query).coverage == 0
 
 
+def test_the_number_of_a_hyphenated_name_is_not_a_word_the_term_leaves_unexplained() -> None:
+    """PostgreSQL reads "COVID-19" as covid and -19: "covid" explains all of it, but not all of "Long COVID"."""
+    query = _query(("covid", {"covid"}))
+    covid = _icd_row("U07.1", "COVID-19", {"covid", "-19"})
+    long_covid = _icd_row("U09.9", "Long COVID", {"covid", "long"})
+    assert lexical_match(covid, query).score == 1.0
+    assert lexical_match(long_covid, query).score < 1.0
+
+
+def test_a_without_clause_covers_nothing_in_any_wording() -> None:
+    query = _query(("nausea", {"nausea"}), ("vomiting", {"vomit"}))
+    nausea = _icd_row("R11.0", "Nausea", {"nausea"}, extra=[
+        Term("Nausea without vomiting", "R11.0", frozenset({"nausea", "vomit", "without"}),
+             frozenset({"nausea", "vomit", "without"}), negated=frozenset({"vomit"}))])
+    both = _icd_row("R11.2", "Nausea with vomiting, unspecified", {"nausea", "vomit", "unspecifi"})
+    assert lexical_match(nausea, query).coverage == 0.5
+    assert lexical_match(both, query).coverage == 1.0
+    asks_without = _query(("nausea", {"nausea"}), ("without", {"without"}), ("vomiting", {"vomit"}))
+    assert lexical_match(nausea, asks_without).coverage == 1.0  # "nausea without vomiting" asks for it
+
+
 def test_inherited_nos_term_makes_the_default_child_win() -> None:
     query = _query(("diabetes", {"diabet"}))
     nos = Term("diabetes NOS", "E11", frozenset({"diabet", "nos"}), frozenset({"diabet", "nos"}))

@@ -230,10 +230,15 @@ def _mentions_other(text: str) -> bool:
     return _OTHER.search(text) is not None
 
 
+def _is_number(lexeme: str) -> bool:
+    # PostgreSQL's parser reads the "-19" of "COVID-19" as a signed number.
+    return lexeme.lstrip("-").isdigit()
+
+
 def _content(lexemes: frozenset[str], numbers_count: bool, text: str = "") -> frozenset[str]:
     filler = _filler(text) if text else frozenset()
     return frozenset(lexeme for lexeme in lexemes if lexeme not in NEUTRAL_LEXEMES and lexeme not in filler
-                     and (numbers_count or not lexeme.isdigit()))
+                     and (numbers_count or not _is_number(lexeme)))
 
 
 def _concept_coverage(concept: Concept, lexemes: frozenset[str]) -> float:
@@ -269,7 +274,7 @@ def lexical_match(row: CodeRow, query: TermQuery, extra_terms: tuple[Term, ...] 
     if not focus or not row.terms:
         return LexicalMatch()
     explained_by_query = query.explained_lexemes()
-    numbers_count = any(lexeme.isdigit() for lexeme in query.all_lexemes())
+    numbers_count = any(_is_number(lexeme) for lexeme in query.all_lexemes())
     asks_other = "other" in query.text.lower().split()
     # Words a wording names only in its "without" clause ("Vomiting without nausea") cover none of the term's.
     asks_without = "without" in query.all_lexemes()
