@@ -131,6 +131,20 @@ def test_a_without_clause_covers_nothing_in_any_wording() -> None:
     assert lexical_match(nausea, asks_without).coverage == 1.0  # "nausea without vomiting" asks for it
 
 
+def test_what_the_description_excludes_no_other_wording_covers() -> None:
+    """I11.9's Index entry (Hypertension > heart) carries the alias "Failure, heart, with hypertension"; the code
+    is still "without heart failure"."""
+    query = _query(("hypertensive", {"hypertens"}), ("heart", {"heart"}), ("failure", {"failur"}))
+    lexemes = frozenset({"hypertens", "heart", "diseas", "without", "failur"})
+    without = CodeRow(ICD10CM, "I11.9", "Hypertensive heart disease without heart failure", True, None, None,
+                      "diagnosis", False, False,
+                      (Term("Hypertensive heart disease without heart failure", "I11.9", lexemes, lexemes,
+                            negated=frozenset({"failur"})),))
+    index = Term("Index: Hypertension, hypertensive > heart -> I11.9", "I11.9",
+                 frozenset({"hypertens", "heart", "failur"}), frozenset({"hypertens", "heart"}))
+    assert lexical_match(without, query, (index,)).coverage == pytest.approx(2 / 3)
+
+
 def test_inherited_nos_term_makes_the_default_child_win() -> None:
     query = _query(("diabetes", {"diabet"}))
     nos = Term("diabetes NOS", "E11", frozenset({"diabet", "nos"}), frozenset({"diabet", "nos"}))

@@ -276,14 +276,16 @@ def lexical_match(row: CodeRow, query: TermQuery, extra_terms: tuple[Term, ...] 
     explained_by_query = query.explained_lexemes()
     numbers_count = any(_is_number(lexeme) for lexeme in query.all_lexemes())
     asks_other = "other" in query.text.lower().split()
-    # Words a wording names only in its "without" clause ("Vomiting without nausea") cover none of the term's.
+    # Words a wording names only in its "without" clause ("Vomiting without nausea") cover none of the term's, nor
+    # do those the description excludes, whatever another wording of the code says (an Index entry's aliases).
     asks_without = "without" in query.all_lexemes()
+    excluded = row.terms[0].negated
     description_content = _content(row.terms[0].core, numbers_count, row.terms[0].text)
     best = LexicalMatch()
     nos_default = False
     for index, term in enumerate(row.terms + extra_terms):
         inherited = term.source != row.code
-        lexemes = term.lexemes if asks_without else term.lexemes - term.negated
+        lexemes = term.lexemes if asks_without else term.lexemes - term.negated - excluded
         coverage = sum(_concept_coverage(concept, lexemes) for concept in focus) / len(focus)
         content = _content(term.core, numbers_count, term.text)
         explained = len(content & explained_by_query)
