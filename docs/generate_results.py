@@ -159,7 +159,8 @@ def render_bench_search(report: dict[str, Any]) -> list[str]:
 
 
 def render_bench_codes(report: dict[str, Any]) -> list[str]:
-    """benchmarks/codes.py: warm latency per mode (lexical, vector), rounds and accuracy."""
+    """benchmarks/codes.py: warm latency per mode (lexical, vector), a new process per call (cold), rounds and
+    accuracy."""
     machine = report.get("machine") or {}
     database = report.get("database") or {}
     lines = [f"{cell(report.get('terms'))} terms, {cell(report.get('repeat'))} timed passes. Releases: "
