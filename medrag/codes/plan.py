@@ -355,6 +355,13 @@ _INDEX_TITLE_SQL = "CASE e.index_name " + " ".join(
     f"WHEN '{name}' THEN '{title}'" for name, title in INDEX_TITLES.items()) + " END"
 
 
+# What a wording from a deep Index entry is measured on: its main term and its last subterm ("Screening > neoplasm >
+# breast > routine mammogram": screening, mammogram), the levels between being the way there, which the last one
+# implies.
+_INDEX_ENDS = ("split_part(m.path[1], ',', 1) || ' ' || m.path[cardinality(m.path)] "
+               "|| coalesce(' ' || regexp_replace(m.column_name, '\\([^)]*\\)', ' ', 'g'), '')")
+
+
 def _index_hit(_system: str) -> str:
     # Index entries sharing most of the term's lexemes (their path, modifiers and the words of the references that
     # lead to them), then the fewest words the term does not explain. A code ending in "-" is the header to narrow.
@@ -379,7 +386,8 @@ matched AS (
     LIMIT 4 * :limit
 ),
 entry_code AS (
-    SELECT c.code, m.shared, m.precision, tsvector_to_array(m.search_vector) AS lexemes, m.core_lexemes,
+    SELECT c.code, m.shared, m.precision, tsvector_to_array(m.search_vector) AS lexemes,
+           CASE WHEN cardinality(m.path) > 2 THEN {_lexemes(_INDEX_ENDS)} ELSE m.core_lexemes END AS core_lexemes,
            {_negated("array_to_string(m.path || m.nemod, ', ')")} AS negated,
            m.index_title || ': ' || array_to_string(m.path, ' > ') || coalesce(', ' || m.column_name, '')
                || ' -> ' || m.code AS evidence
