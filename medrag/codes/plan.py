@@ -357,8 +357,12 @@ _INDEX_TITLE_SQL = "CASE e.index_name " + " ".join(
 
 # What a wording from a deep Index entry is measured on: its main term and its last subterm ("Screening > neoplasm >
 # breast > routine mammogram": screening, mammogram), the levels between being the way there, which the last one
-# implies.
-_INDEX_ENDS = ("split_part(m.path[1], ',', 1) || ' ' || m.path[cardinality(m.path)] "
+# implies. A last subterm of stop words only ("Hypertension > portal > in", the derived CSV having dropped what
+# followed a modifier) says nothing by itself: the level above it counts too.
+_LAST = "m.path[cardinality(m.path)]"
+_INDEX_ENDS = (f"split_part(m.path[1], ',', 1) || ' ' "
+               f"|| CASE WHEN length(to_tsvector('english', {_LAST})) = 0 "
+               f"THEN m.path[cardinality(m.path) - 1] || ' ' ELSE '' END || {_LAST} "
                "|| coalesce(' ' || regexp_replace(m.column_name, '\\([^)]*\\)', ' ', 'g'), '')")
 
 
