@@ -230,7 +230,7 @@ def _keys(title: str) -> frozenset[str]:
     "aircraft NEC")."""
     whole = title.lower().strip()
     keys = {whole, whole.split(",")[0].strip()}
-    keys |= {" ".join(_without_parentheses(key).split()) for key in keys}
+    keys |= {_without_parentheses(key) for key in keys}
     return frozenset(keys | {_NOT_ELSEWHERE.sub("", key) for key in keys})
 
 
@@ -278,8 +278,7 @@ def resolve_references(indexes: Iterable[ParsedIndex]) -> None:
 def _resolve(reference: str, children: dict[int | None, list[IndexEntry]]) -> IndexEntry | None:
     """The entry a reference names: the longest comma-joined prefix that is a main term, then its subterms; a
     reference without commas may name a main term and a subterm in one phrase ("Otitis media": Otitis > media)."""
-    parts = [" ".join(_without_parentheses(part).split()) for part in reference.split(",")]
-    parts = [part for part in parts if part]
+    parts = [part for part in map(_without_parentheses, reference.split(",")) if part]
     target = _resolve_parts(parts, children)
     if target is None and len(parts) == 1:
         words = parts[0].split()
