@@ -113,6 +113,7 @@ def render_codes(report: dict[str, Any]) -> list[str]:
 
 
 ANSWER_FIGURES = (
+    "fact_recall", "fact_recall_by_type", "questions_with_facts", "questions_all_facts_stated",
     "questions", "answerable", "unanswerable", "refusal_accuracy", "answered_when_answerable",
     "refused_when_unanswerable", "citation_precision", "sentences_generated", "sentences_dropped",
     "expected_source_cited", "cited_sources_expected", "invented_codes_generated", "invented_codes_shown", "degraded",
@@ -258,6 +259,8 @@ KINDS = (
          "medrag eval codes --terms eval/codes_holdout2.jsonl --json", render_codes),
     Kind("answers_dev.json", "Answers: dev set", "medrag eval answers --questions eval/answers_dev.jsonl --json",
          render_answers),
+    Kind("answers_holdout.json", "Answers: holdout set (written before tuning, never tuned on)",
+         "medrag eval answers --questions eval/answers_holdout.jsonl --json", render_answers),
     Kind("bench_search.json", "Search benchmark", "python benchmarks/search.py --out docs/results/bench_search.json",
          render_bench_search),
     Kind("bench_ingest.json", "Refresh benchmark",
@@ -309,9 +312,12 @@ def readme_block(results_dir: Path) -> list[str]:
     if calibrated:
         rows.append([f"codes shown as 'high' that are expected ({' / '.join(label for label, _ in calibrated)})",
                      None, " / ".join(share for _, share in calibrated)])
-    answers = load("answers_dev.json")
-    if answers:
-        rows.append(["answers dev: refusal accuracy", None, need(answers, "figures", "refusal_accuracy")])
+    for name, label in (("answers_dev.json", "answers dev"), ("answers_holdout.json", "answers holdout")):
+        answers = load(name)
+        if answers:
+            rows.append([f"{label}: fact recall / refusal accuracy", None,
+                         f"{need(answers, 'figures', 'fact_recall')} / "
+                         f"{need(answers, 'figures', 'refusal_accuracy')}"])
     if not rows:
         return [README_START, "", "No result files yet.", "", README_END]
     what = (ingest or {}).get("before", {}).get("what", "-")

@@ -203,6 +203,25 @@ AS $$
     FROM to_tsvector('english', coalesce(query_text, '')) AS words
 $$;
 
+-- What kind of answer a question wants (medrag ask): 'frequency' (how often, how many sessions), 'code' (what a
+-- code describes, which codes or contractors an LCD lists), 'eligibility' (who qualifies, criteria, when or for
+-- which conditions something is covered), 'coverage' (a yes / no: is X covered?) or NULL. The first that applies.
+CREATE OR REPLACE FUNCTION medrag_question_type(query_text text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT CASE
+        WHEN q ~ '\m(how often|how frequently|frequency|how many (times|sessions|visits|treatments|tests)|intervals?|every [0-9]+|per (year|month)|times a (year|month))\M'
+            THEN 'frequency'
+        WHEN q ~ '\m(codes?|hcpcs|icd-10-cm|icd-10|icd|describes?|contractors?|states?)\M' THEN 'code'
+        WHEN q ~ '\m(eligible|eligibility|qualif[a-z]*|criteria|requirements?|required|who|when|which)\M'
+                  OR q ~ '^\s*what\M[a-z -]{0,60}\m(tests|conditions|patients|services|indications|procedures|devices)\M'
+            THEN 'eligibility'
+        WHEN q ~ '^\s*(is|are|does|do|can|will|would)\M' THEN 'coverage'
+    END
+    FROM lower(coalesce(query_text, '')) AS q
+$$;
+
 -- The n nearest chunks of one source that pass the filters: a branch of medrag_nearest (none under a key filter:
 -- named keys get exact distances there). Called with source written as a constant, it is inlined into the caller,
 -- and the constant is what lets the planner use that source's partial HNSW index (migration 0009). Keep it a plain

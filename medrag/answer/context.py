@@ -15,7 +15,9 @@ from typing import Any
 from sqlalchemy import Engine, text
 
 from medrag.answer.evidence import Evidence
-from medrag.sources.registry import document_kinds
+from medrag.answer.reading import ChunkRead, Reading
+from medrag.answer.units import Unit, document_units, line_units
+from medrag.sources.registry import code_kind_names, document_kinds
 
 # Lower outranks higher: what the prompt's precedence rule and the extractive backend's tie-break rely on.
 AUTHORITY_RANK = {kind.name: kind.authority_rank for kind in document_kinds()}
@@ -45,7 +47,7 @@ sentences."""
 
 @dataclass
 class ContextSource:
-    """One numbered source of the prompt: a retrieved chunk with its document's identity and authority."""
+    """One numbered source: a document (however many of its chunks were read), its identity and authority."""
 
     n: int
     evidence: Evidence
@@ -56,6 +58,11 @@ class ContextSource:
     metadata: dict[str, Any] = field(default_factory=dict)
     body: str = ""
     withheld: int = 0
+    units: list[Unit] = field(default_factory=list)
+    chunks: list[ChunkRead] = field(default_factory=list)
+    whole: bool = False
+    excerpt: str | None = None  # what the prompt shows of a long document: its best units
+    retrieved: str = ""  # the text of its chunks that retrieval accepted (a whole document is read beyond them)
 
     @property
     def source(self) -> str:
@@ -150,31 +157,40 @@ _DOCUMENTS_SQL = text("""
     FROM document d JOIN release r ON r.id = d.release_id
     WHERE d.id = ANY(:ids)
 """)
+_CODE_SOURCES = code_kind_names()
 
 
-def build_sources(engine: Engine, evidence: list[Evidence]) -> list[ContextSource]:
-    """Numbered sources for the accepted evidence: current releases first, then in retrieval order."""
-    if not evidence:
+def build_sources(engine: Engine, readings: list[Reading]) -> list[ContextSource]:
+    """One numbered source per document read: current releases first, then in retrieval order."""
+    if not readings:
         return []
     with engine.connect() as conn:
         rows = {row.id: row for row in conn.execute(
-            _DOCUMENTS_SQL, {"ids": list({item.hit.document_id for item in evidence})})}
+            _DOCUMENTS_SQL, {"ids": [reading.document_id for reading in readings]})}
     sources = []
-    for item in evidence:
-        row = rows.get(item.hit.document_id)
+    for reading in readings:
+        row = rows.get(reading.document_id)
         metadata = row.metadata if row is not None else {}
         if isinstance(metadata, str):
             metadata = json.loads(metadata)
-        body, withheld = withhold_instructions(item.hit.text)
-        # A chunk must not be able to close its own <source> fence and speak outside it.
-        body = re.sub(r"<(/?)source", r"&lt;\1source", body, flags=re.IGNORECASE)
-        sources.append(ContextSource(
-            n=0, evidence=item, version=row.version if row is not None else "",
+        sections, withheld = [], 0
+        for section, part in reading.sections or [("", reading.best.hit.text)]:
+            body, count = withhold_instructions(part)
+            # A chunk must not be able to close its own <source> fence and speak outside it.
+            sections.append((section, re.sub(r"<(/?)source", r"&lt;\1source", body, flags=re.IGNORECASE)))
+            withheld += count
+        body = "\n\n".join(part for _section, part in sections)
+        source = ContextSource(
+            n=0, evidence=reading.best, version=row.version if row is not None else "",
             effective_date=row.effective_date if row is not None else None,
             termination_date=row.termination_date if row is not None else None,
             release_is_current=bool(row.release_is_current) if row is not None else True,
-            metadata=metadata or {}, body=body, withheld=withheld,
-        ))
+            metadata=metadata or {}, body=body, withheld=withheld, chunks=reading.chunks,
+            retrieved="\n".join(item.hit.text for item in reading.evidence),
+            whole=reading.whole)
+        source.units = (line_units(reading.document_id, body) if source.source in _CODE_SOURCES
+                        else document_units(reading.document_id, sections))
+        sources.append(source)
     # A stable sort: the retrieval order stays within the current release and within older ones.
     sources.sort(key=lambda source: not source.release_is_current)
     for n, source in enumerate(sources, start=1):
@@ -184,7 +200,8 @@ def build_sources(engine: Engine, evidence: list[Evidence]) -> list[ContextSourc
 
 def render_sources(sources: list[ContextSource]) -> str:
     """The numbered source list as the user message shows it, each text fenced in <source> tags."""
-    blocks = [f"{source.header()}\n<source n=\"{source.n}\">\n{source.body}\n</source>" for source in sources]
+    blocks = [f"{source.header()}\n<source n=\"{source.n}\">\n{source.excerpt or source.body}\n</source>"
+              for source in sources]
     return "\n\n".join(blocks)
 
 

@@ -7,7 +7,7 @@ without one, such as a code document that was never embedded, is embedded on the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -100,44 +100,3 @@ def select_evidence(hits: list[Hit], similarity: dict[int, float], *, threshold:
             accepted += 1
         items.append(item)
     return items
-
-
-_SIBLINGS_SQL = text("""
-    SELECT DISTINCT ON (c.document_id) c.id, c.document_id, c.heading, c.text,
-           1 - (c.embedding <=> CAST(:query AS vector)) AS similarity
-    FROM chunk c
-    WHERE c.document_id = ANY(:documents) AND NOT c.id = ANY(:taken) AND c.embedding IS NOT NULL
-      AND 1 - (c.embedding <=> CAST(:query AS vector)) >= :threshold
-    ORDER BY c.document_id, c.embedding <=> CAST(:query AS vector), c.id
-""")
-
-
-def add_sibling_chunks(engine: Engine, evidence: list[Evidence], query_vector: list[float] | None, *,
-                       threshold: float, max_sources: int) -> list[Evidence]:
-    """The evidence with each accepted document's next most similar chunk (over the threshold) right after it.
-
-    Search ranks every document's best chunk before any document's second one, so a long determination reaches
-    the answer as one passage (often its cross-references) while its coverage criteria sit in another chunk:
-    the answer should read the best documents more fully before it reads weaker ones. Accepted items stay within
-    max_sources; what no longer fits is marked beyond it.
-    """
-    accepted = [item for item in evidence if item.accepted]
-    if query_vector is None or not accepted:
-        return evidence
-    with engine.connect() as conn:
-        siblings = {row.document_id: row for row in conn.execute(_SIBLINGS_SQL, {
-            "query": vector_literal(query_vector), "threshold": threshold,
-            "documents": list({item.hit.document_id for item in accepted}),
-            "taken": [item.hit.chunk_id for item in accepted]})}
-    ordered: list[Evidence] = []
-    for item in accepted:
-        ordered.append(item)
-        row = siblings.pop(item.hit.document_id, None)
-        if row is not None:
-            hit = replace(item.hit, chunk_id=row.id, heading=row.heading or "", text=row.text, matched="document")
-            ordered.append(Evidence(hit, float(row.similarity), False, True))
-    chosen = {item.hit.chunk_id for item in ordered}
-    rest = [item for item in evidence if not item.accepted and item.hit.chunk_id not in chosen]
-    for item in ordered[max_sources:]:
-        item.accepted, item.reason = False, BEYOND_MAX_SOURCES
-    return ordered + rest

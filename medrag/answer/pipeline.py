@@ -17,9 +17,11 @@ from sqlalchemy import Engine
 from medrag.answer.audit import AuditRecord, write_log
 from medrag.answer.checks import InvalidQuestion, RewrittenQuery, check_question, rewrite_query
 from medrag.answer.context import ContextSource, build_messages, build_sources
-from medrag.answer.evidence import Evidence, QueryVector, add_sibling_chunks, select_evidence, similarities
-from medrag.answer.extractive import extractive_answer, question_intent, unknown_words
+from medrag.answer.evidence import Evidence, QueryVector, select_evidence, similarities
+from medrag.answer.extractive import extractive_answer, prompt_excerpts, unknown_words
 from medrag.answer.llm import ChatClient, LlmError, LlmNotConfigured, LlmTruncated
+from medrag.answer.reading import read_documents
+from medrag.answer.scoring import ScoredUnit, question_kind, rank_units, unit_pool
 from medrag.answer.structured import (
     SCHEMA_NAME,
     answer_schema,
@@ -38,6 +40,8 @@ FAILED_VALIDATION = "failed_validation"
 INVALID_INPUT = "invalid_input"
 # Stages whose time is not the backend's own: the "pipeline overhead" the evaluation reports.
 GENERATION_STAGE = "generation"
+# What the LLM prompt shows of each document: its best units up to this many words.
+PROMPT_WORDS_PER_SOURCE = 400
 
 
 @dataclass
@@ -59,6 +63,7 @@ class AskResult:
     validation: dict[str, Any] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
     log_id: int | None = None
+    units: list[ScoredUnit] = field(default_factory=list)
 
     @property
     def sentences(self) -> list[SentenceCheck]:
@@ -160,10 +165,12 @@ def ask(
     command: str = "ask",
     route: str | None = None,
     client_address: str | None = None,
+    unit_model: dict[str, Any] | None = None,
 ) -> AskResult:
     """Answer a question from the corpus with cited, validated sentences (or refuse), and audit it.
 
-    route and client_address name the HTTP route and caller when the question came through `medrag serve`.
+    route and client_address name the HTTP route and caller when the question came through `medrag serve`;
+    unit_model replaces the fitted unit scorer (medrag.answer.scoring) while it is being fitted.
     """
     clock = _Clock()
     filters = filters or SearchFilters()
@@ -181,7 +188,7 @@ def ask(
         client = ChatClient.from_settings(settings)
     try:
         result = _answer(engine, checked, settings, embedder, filters, k, chosen, client, stream, on_sentence,
-                         clock)
+                         clock, unit_model)
     finally:
         if own_client and client is not None:
             client.close()
@@ -206,7 +213,8 @@ def ask(
 
 def _answer(engine: Engine, question: str, settings: Settings, embedder: Any, filters: SearchFilters, k: int,
             backend: str, client: ChatClient | None, stream: bool,
-            on_sentence: Callable[[SentenceCheck], None] | None, clock: _Clock) -> AskResult:
+            on_sentence: Callable[[SentenceCheck], None] | None, clock: _Clock,
+            unit_model: dict[str, Any] | None = None) -> AskResult:
     rewrite = rewrite_query(question, settings.query_rewrite, client if backend == "vllm" else None,
                             timeout=min(10.0, settings.llm_timeout))
     clock.lap("rewrite")
@@ -216,18 +224,20 @@ def _answer(engine: Engine, question: str, settings: Settings, embedder: Any, fi
     similarity = similarities(engine, found.hits, recorder.last, embedder)
     evidence = select_evidence(found.hits, similarity, threshold=settings.answer_min_similarity,
                                max_sources=settings.answer_max_sources)
-    evidence = add_sibling_chunks(engine, evidence, recorder.last, threshold=settings.answer_min_similarity,
-                                  max_sources=settings.answer_max_sources)
     clock.lap("evidence")
     result = AskResult(question, rewrite, found.filters, evidence,
                        backend=backend, model=EXTRACTIVE_MODEL if backend == "extractive" else None)
-    result.sources = build_sources(engine, [item for item in evidence if item.accepted])
+    result.sources = build_sources(engine, read_documents(engine, evidence, recorder.last))
     validator = Validator(engine, result.sources, support_min=settings.answer_support_min)
     clock.lap("context")
     if not result.sources:
         result.refused, result.refusal_reason = True, INSUFFICIENT_EVIDENCE
         result.validation = {**summarize([]), "stage": "retrieval"}
         return result
+    kind = question_kind(engine, question)
+    result.units = rank_units(unit_pool(question, kind, result.sources, embedder, recorder.last), unit_model)
+    prompt_excerpts(result.units, words_per_source=PROMPT_WORDS_PER_SOURCE)
+    clock.lap("units")
 
     def emit(checks: Iterable[SentenceCheck]) -> None:
         if on_sentence is not None:
@@ -252,9 +262,9 @@ def _answer(engine: Engine, question: str, settings: Settings, embedder: Any, fi
     unknown: list[str] = []
     if backend == "extractive":
         unknown = unknown_words(engine, question, result.sources)
-        drafts = [] if unknown else extractive_answer(question, result.sources, validator,
+        drafts = [] if unknown else extractive_answer(result.units, validator,
                                                       max_sentences=settings.answer_max_sentences,
-                                                      intent=question_intent(engine, question))
+                                                      question_type=kind.question_type)
         clock.lap(GENERATION_STAGE)
         result.checks = validator.check_all(drafts)
         clock.lap("validation")

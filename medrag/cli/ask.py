@@ -14,6 +14,7 @@ from medrag.cli.evaluation import eval_group
 from medrag.cli.retrieval import build_filters, filter_options, query_embedder
 from medrag.core.config import load_settings
 from medrag.core.db import get_engine
+from medrag.core.errors import MedragError
 
 # Exit status of `medrag eval answers` when a goal is missed (2 stays "bad input / unreachable server").
 GOALS_MISSED = 1
@@ -25,11 +26,18 @@ class LazyEmbedder:
     def __init__(self) -> None:
         self._embedder: Any = None
 
-    def embed(self, text: str) -> list[float]:
-        """Embed text with the configured query embedder."""
+    def _loaded(self) -> Any:
         if self._embedder is None:
             self._embedder = query_embedder()
-        return self._embedder.embed(text)
+        return self._embedder
+
+    def embed(self, text: str) -> list[float]:
+        """Embed text with the configured query embedder."""
+        return self._loaded().embed(text)
+
+    def embed_many(self, texts: list[str]) -> Any:
+        """Embed an answer's units in batches with the same embedder."""
+        return self._loaded().embed_many(texts)
 
 
 def _print_sources(result: Any) -> None:
@@ -77,7 +85,10 @@ def ask_command(question: str, k: int, as_json: bool, stream: bool, backend: str
     def show(check: Any) -> None:
         from medrag.answer.pipeline import cited_sentence
 
-        click.echo(textwrap.fill(cited_sentence(check), width=100))
+        # a list keeps its lines: the lead-in, then one item per line
+        for line in cited_sentence(check).split("\n"):
+            indent = "  " if line.startswith("- ") else ""
+            click.echo(textwrap.fill(line, width=100, initial_indent=indent, subsequent_indent=indent + "  "))
 
     result = ask(get_engine(settings), question, settings=settings, embedder=LazyEmbedder(), filters=filters, k=k,
                  backend=backend or "auto", stream=stream, on_sentence=show if streamed else None)
@@ -156,6 +167,30 @@ def eval_answers(questions_file: Path, as_json: bool, backend: str | None, k: in
         click.echo(render_report(report))
     if not report.goals_met:
         sys.exit(GOALS_MISSED)
+
+
+@eval_group.command("fit-answers")
+@click.option("--questions", "questions_file", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="JSONL dev set with facts to fit on (never a holdout).")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Where the fitted model is written (default: the one the scorer reads).")
+def fit_answers(questions_file: Path, out_file: Path | None) -> None:
+    """Fit the extractive answer's unit scorer on the dev set's required facts (a logistic regression)."""
+    from medrag.answer.evaluation import load_questions
+    from medrag.answer.fit import collect_examples, fit_unit_model
+    from medrag.answer.scoring import MODEL_PATH
+    from medrag.core.logistic import write_model
+
+    settings = load_settings()
+    x, y, asked = collect_examples(get_engine(settings), load_questions(questions_file), settings=settings,
+                                   embedder=query_embedder())
+    if not len(y) or not y.sum():
+        raise MedragError(f"{questions_file}: no unit of any answer states a required fact; nothing to fit")
+    model = fit_unit_model(x, y, source=questions_file.name, questions=asked)
+    write_model(model, out_file or MODEL_PATH)
+    click.echo(f"{model['units']:,} units of {asked} questions ({model['stating_a_fact']} state a fact): "
+               + ", ".join(f"{name} {value:+.2f}" for name, value in model["weights"].items())
+               + f", intercept {model['intercept']:+.2f}; log loss {model['log_loss']:.3f} -> {out_file or MODEL_PATH}")
 
 
 COMMANDS = [ask_command, log_group]

@@ -9,9 +9,7 @@ medrag/data/confidence_model.json.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,10 +17,10 @@ import numpy as np
 from medrag.codes.consolidate import CALIBRATION_INPUTS, Candidate
 from medrag.codes.evaluation import DevTerm
 from medrag.codes.finder import CodeFinder, seventh_character_form
+from medrag.core.logistic import fit_logistic, log_loss
 
 # L2 penalty on the weights (not the intercept), in units of the summed log-likelihood.
 L2_PENALTY = 1.0
-_ITERATIONS = 50
 
 
 @dataclass(frozen=True)
@@ -57,41 +55,13 @@ def collect_examples(finder: CodeFinder, terms: list[DevTerm]) -> list[Example]:
     return examples
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, penalty: float = L2_PENALTY) -> np.ndarray:
-    """Newton's method for L2-penalised logistic regression; returns [intercept, weights...]."""
-    design = np.hstack([np.ones((x.shape[0], 1)), x])
-    beta = np.zeros(design.shape[1])
-    ridge = penalty * np.eye(design.shape[1])
-    ridge[0, 0] = 0.0
-    for _ in range(_ITERATIONS):
-        p = 1.0 / (1.0 + np.exp(-design @ beta))
-        gradient = design.T @ (y - p) - ridge @ beta
-        hessian = design.T @ (design * (p * (1 - p))[:, None]) + ridge
-        step = np.linalg.solve(hessian, gradient)
-        beta += step
-        if np.max(np.abs(step)) < 1e-8:
-            break
-    return beta
-
-
-def _log_loss(x: np.ndarray, y: np.ndarray, beta: np.ndarray) -> float:
-    p = 1.0 / (1.0 + np.exp(-(beta[0] + x @ beta[1:])))
-    p = np.clip(p, 1e-12, 1 - 1e-12)
-    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
-
-
 def fit_confidence_model(examples: list[Example], source: str) -> dict[str, Any]:
     """The calibration's weights and what they were fitted on."""
     y = np.array([example.label for example in examples], dtype=float)
     x = np.array([[example.score, example.behind, float(example.behind == 0)] for example in examples], dtype=float)
-    beta = fit_logistic(x, y)
+    beta = fit_logistic(x, y, L2_PENALTY)
     weights = dict(zip(CALIBRATION_INPUTS, (*beta[1:], beta[0]), strict=True))
     return {"fitted_on": source, "terms": len({example.term for example in examples}), "examples": len(examples),
             "accepted": int(y.sum()), "l2_penalty": L2_PENALTY,
             **{name: round(float(value), 4) for name, value in weights.items()},
-            "log_loss": round(_log_loss(x, y, beta), 4)}
-
-
-def write_model(model: dict[str, Any], path: Path) -> None:
-    """The model as indented JSON (reviewed in diffs like any setting)."""
-    path.write_text(json.dumps(model, indent=2) + "\n", encoding="utf-8")
+            "log_loss": round(log_loss(x, y, beta), 4)}

@@ -86,7 +86,7 @@ class Settings:
     # `medrag ask` (medrag/answer/): evidence threshold, context size and validation strictness.
     answer_min_similarity: float = 0.45
     answer_max_sources: int = 6
-    answer_max_sentences: int = 4
+    answer_max_sentences: int = 6
     answer_support_min: float = 0.5
     llm_max_tokens: int = 512
     llm_retries: int = 1
@@ -160,7 +160,7 @@ def load_settings() -> Settings:
         log_queries=os.environ.get("MEDRAG_LOG_QUERIES", "full"),
         answer_min_similarity=_env_float("MEDRAG_ANSWER_MIN_SIMILARITY", 0.45),
         answer_max_sources=_env_int("MEDRAG_ANSWER_MAX_SOURCES", 6),
-        answer_max_sentences=_env_int("MEDRAG_ANSWER_MAX_SENTENCES", 4),
+        answer_max_sentences=_env_int("MEDRAG_ANSWER_MAX_SENTENCES", 6),
         answer_support_min=_env_float("MEDRAG_ANSWER_SUPPORT_MIN", 0.5),
         llm_max_tokens=_env_int("MEDRAG_LLM_MAX_TOKENS", 512),
         llm_retries=_env_int("MEDRAG_LLM_RETRIES", 1),

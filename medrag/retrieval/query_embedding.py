@@ -41,6 +41,9 @@ class _OnnxBackend:
         # Unit length with or without a Normalize module: chunk vectors are stored normalised (DocumentEmbedder).
         return self.encoder.encode([text], batch_size=1)[0]
 
+    def embed_many(self, texts: list[str]) -> np.ndarray:
+        return self.encoder.encode(texts, batch_size=32)
+
 
 class _SentenceTransformersBackend:
     def __init__(self, model_path: Path) -> None:
@@ -50,6 +53,9 @@ class _SentenceTransformersBackend:
 
     def embed(self, text: str) -> np.ndarray:
         return self.embedder.encode([text])[0]
+
+    def embed_many(self, texts: list[str]) -> np.ndarray:
+        return self.embedder.encode(texts)
 
 
 def read_whole_words(model_path: str | Path) -> frozenset[str] | None:
@@ -116,3 +122,9 @@ class QueryEmbedder:
     def embed(self, text: str) -> list[float]:
         """The unit-length embedding of text, as a list of floats ready for a pgvector parameter."""
         return self._backend.embed(text).tolist()
+
+    def embed_many(self, texts: list[str]) -> np.ndarray:
+        """Unit-length embeddings of several texts in batches (a float32 row per text): an answer's units."""
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return self._backend.embed_many(texts)

@@ -1,0 +1,122 @@
+"""What an answer reads: each accepted document once, and the one or two the question is clearly about, whole.
+
+Search ranks chunks, and a determination's criteria often sit in a chunk that did not rank (the LDCT question finds
+the NCD's background paragraph; its age and pack-year criteria are two chunks further on). A document is "clearly
+about" the question when it is named in it (E0601, NCD 240.2), or when it is a determination or manual whose best
+chunk is as similar to the question as the best accepted one, within FOCUS_MARGIN; at most FOCUS_DOCUMENTS of them.
+Those are read whole; the others through the chunks that were accepted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import groupby
+
+from sqlalchemy import Engine, text
+
+from medrag.answer.evidence import Evidence
+from medrag.retrieval.search import vector_literal
+from medrag.sources.registry import code_kind_names
+
+CODE_SOURCES = code_kind_names()
+# Chosen on answers_dev.jsonl by fact recall (docs/evaluation.md): 0.03 and 0.05 gave 0.731, 0.08 0.773, 0.12 0.778.
+FOCUS_MARGIN = 0.12
+FOCUS_DOCUMENTS = 2
+
+
+@dataclass(frozen=True)
+class ChunkRead:
+    """A chunk of a document read, with its stored vector's similarity to the question (None without one)."""
+
+    id: int
+    text: str
+    similarity: float | None
+
+
+@dataclass
+class Reading:
+    """One document as the answer reads it: its accepted evidence (best first) and its text by section."""
+
+    document_id: int
+    evidence: list[Evidence]
+    whole: bool = False
+    sections: list[tuple[str, str]] = field(default_factory=list)
+    chunks: list[ChunkRead] = field(default_factory=list)
+
+    @property
+    def best(self) -> Evidence:
+        """The document's best accepted chunk: what names it in the source list and the audit log."""
+        return self.evidence[0]
+
+
+def focus_documents(evidence: list[Evidence]) -> set[int]:
+    """The documents the question is clearly about (see the module docstring)."""
+    accepted = [item for item in evidence if item.accepted]
+    named = {item.hit.document_id for item in accepted if item.exact}
+    policy = [item for item in accepted if item.hit.source not in CODE_SOURCES and item.similarity is not None]
+    if not policy:
+        return named
+    top = max(item.similarity for item in policy)
+    near: list[int] = []
+    for item in sorted(policy, key=lambda item: -item.similarity):
+        if item.similarity >= top - FOCUS_MARGIN and item.hit.document_id not in near:
+            near.append(item.hit.document_id)
+    return named | set(near[:FOCUS_DOCUMENTS])
+
+
+_CHUNKS_SQL = text("""
+    SELECT id, document_id, ordinal, coalesce(section, '') AS section, text,
+           1 - (embedding <=> CAST(:query AS vector)) AS similarity
+    FROM chunk
+    WHERE document_id = ANY(:whole) OR id = ANY(:chunks)
+    ORDER BY document_id, ordinal
+""")
+
+
+def merge_chunks(texts: list[str]) -> str:
+    """Consecutive chunk texts as one text: the passage each chunk repeats of the one before it is read once."""
+    merged = ""
+    for piece in texts:
+        piece = piece.strip()
+        merged = piece if not merged else merged + _after_overlap(merged, piece)
+    return merged
+
+
+def _after_overlap(before: str, text_: str) -> str:
+    """What text_ adds to before: the part after the longest head of text_ that before ends with."""
+    probe = text_[:40]
+    start = before.find(probe, max(0, len(before) - 3000)) if probe else -1
+    while start != -1:
+        tail = before[start:]
+        if text_.startswith(tail):
+            rest = text_[len(tail):]
+            return rest if rest[:1] in ("", "\n", " ") else "\n" + rest
+        start = before.find(probe, start + 1)
+    return "\n\n" + text_
+
+
+def read_documents(engine: Engine, evidence: list[Evidence], query_vector: list[float] | None = None
+                   ) -> list[Reading]:
+    """One Reading per accepted document, in the order of its best chunk; focus documents read whole."""
+    readings: dict[int, Reading] = {}
+    for item in evidence:
+        if item.accepted:
+            readings.setdefault(item.hit.document_id, Reading(item.hit.document_id, [])).evidence.append(item)
+    if not readings:
+        return []
+    whole = focus_documents(evidence)
+    with engine.connect() as conn:
+        rows = conn.execute(_CHUNKS_SQL, {
+            "whole": sorted(whole), "query": vector_literal(query_vector) if query_vector is not None else None,
+            "chunks": [item.hit.chunk_id for reading in readings.values() for item in reading.evidence]}).all()
+    for document_id, chunks in groupby(rows, key=lambda row: row.document_id):
+        reading = readings.get(document_id)
+        if reading is None:
+            continue
+        chunks = list(chunks)
+        reading.whole = document_id in whole
+        reading.chunks = [ChunkRead(row.id, row.text, None if row.similarity is None else float(row.similarity))
+                          for row in chunks]
+        reading.sections = [(section, merge_chunks([row.text for row in part]))
+                            for section, part in groupby(chunks, key=lambda row: row.section)]
+    return list(readings.values())

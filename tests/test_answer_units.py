@@ -1,0 +1,122 @@
+"""The extractive answer on hand-made documents: units, reading chunks back whole, and one test per question type."""
+
+from __future__ import annotations
+
+import pytest
+
+from medrag.answer.context import ContextSource
+from medrag.answer.evidence import Evidence
+from medrag.answer.extractive import extractive_answer
+from medrag.answer.reading import ChunkRead, merge_chunks
+from medrag.answer.scoring import question_kind, rank_units, unit_pool
+from medrag.answer.units import ITEM, LIST, SENTENCE, document_units, line_units
+from medrag.answer.validate import Validator
+from medrag.retrieval.search import Hit
+
+NCD_TEXT = """A. General
+
+Widget therapy uses a small device worn on the arm. It was first described in 1990 and is widely used.
+
+B. Nationally Covered Indications
+
+Widget therapy is covered when all of the following criteria are met:
+
+- Age 40 - 75 years;
+- A diagnosis of chronic widget syndrome documented by the treating practitioner; and,
+- Failure of 12 weeks of conservative treatment.
+
+Widget therapy is covered once every 12 months for a beneficiary who meets the criteria.
+
+C. Nationally Non-Covered Indications
+
+Widget therapy is not covered for acute widget strain.
+
+(This NCD last reviewed May 2024.)"""
+
+
+def test_chunks_that_repeat_the_end_of_the_one_before_are_read_once():
+    first = "Group I:\n\n- An arterial PO2 at or below 55 mm Hg, taken at rest;or"
+    second = "arterial PO2 at or below 55 mm Hg, taken at rest;or\n- An arterial PO2 taken during sleep."
+    assert merge_chunks([first, second]) == (
+        "Group I:\n\n- An arterial PO2 at or below 55 mm Hg, taken at rest;or\n- An arterial PO2 taken during sleep.")
+    assert merge_chunks(["One sentence.", "Another one."]) == "One sentence.\n\nAnother one."
+
+
+def test_a_list_is_a_unit_with_its_lead_in_and_no_fragment_or_boilerplate_is_one():
+    units = document_units(1, [("Indications and Limitations of Coverage", NCD_TEXT)])
+    texts = [unit.text for unit in units]
+    whole = next(unit for unit in units if unit.kind == LIST)
+    assert whole.text.startswith("Widget therapy is covered when all of the following criteria are met:\n- Age 40")
+    assert whole.place == "covered" and whole.subheading == "B. Nationally Covered Indications"
+    items = [unit for unit in units if unit.kind == ITEM]
+    assert len(items) == 3 and all(item.text.startswith("Widget therapy is covered when") for item in items)
+    assert "Widget therapy is covered when all of the following criteria are met:" not in texts  # a lead-in alone
+    assert not any("last reviewed" in text for text in texts)
+    assert not any(text.startswith(("- ", "A. General", "B. Nationally")) for text in texts)
+    places = {unit.text: unit.place for unit in units if unit.kind == SENTENCE}
+    assert places["Widget therapy is not covered for acute widget strain."] == "noncovered"
+    assert places["Widget therapy uses a small device worn on the arm."] == "background"
+
+
+def test_a_listing_section_is_a_unit_per_line():
+    units = document_units(2, [("Contractors", "Contractors: Noridian (DME MAC 16013).\nStates: KY, OH.")])
+    assert [(unit.text, unit.place) for unit in units] == [
+        ("Contractors: Noridian (DME MAC 16013).", "listing"), ("States: KY, OH.", "listing")]
+    assert [unit.text for unit in line_units(3, "HCPCS E0601: Continuous positive airway pressure (cpap) device")] \
+        == ["HCPCS E0601: Continuous positive airway pressure (cpap) device"]
+
+
+def _source(n: int, source: str, key: str, title: str, text: str, *, similarity: float = 0.7) -> ContextSource:
+    hit = Hit(rank=n, score=0.1, source=source, key=key, title=title, heading="", text=text, chunk_id=n,
+              document_id=n, release="2026Q4", url=None)
+    item = ContextSource(n=n, evidence=Evidence(hit, similarity, False, True), body=text,
+                         chunks=[ChunkRead(n, text, similarity)])
+    item.units = (line_units(n, text) if source in ("hcpcs", "icd10cm")
+                  else document_units(n, [("Indications and Limitations of Coverage", text)]))
+    return item
+
+
+def _answer(engine, question: str, sources: list[ContextSource]) -> list[str]:
+    kind = question_kind(engine, question)
+    pool = rank_units(unit_pool(question, kind, sources, embedder=None, query_vector=None))
+    validator = Validator(engine, sources, support_min=0.5)
+    return [draft.text for draft in extractive_answer(pool, validator, max_sentences=6,
+                                                      question_type=kind.question_type)]
+
+
+@pytest.fixture
+def widget():
+    return [_source(1, "ncd", "999.1", "Widget Therapy", NCD_TEXT)]
+
+
+def test_an_eligibility_question_gets_the_criteria_list_with_its_lead_in(engine, widget):
+    answer = _answer(engine, "Who is eligible for widget therapy?", widget)
+    assert any(text.startswith("Widget therapy is covered when all of the following criteria are met:\n- Age 40 - 75")
+               and "12 weeks" in text for text in answer)
+    assert not any("1990" in text for text in answer)  # background
+
+
+def test_a_how_often_question_gets_the_frequency(engine, widget):
+    answer = _answer(engine, "How often is widget therapy covered?", widget)
+    assert any("once every 12 months" in text for text in answer)
+
+
+def test_a_yes_no_question_about_a_non_covered_service_is_answered_as_not_covered(engine, widget):
+    answer = _answer(engine, "Is widget therapy covered for acute widget strain?", widget)
+    assert answer[0] == "Widget therapy is not covered for acute widget strain."
+
+
+def test_a_code_question_gets_the_code_description_first(indexed_engine):
+    # the real code tables: a quoted code must exist
+    sources = [_source(1, "hcpcs", "E0601", "Continuous positive airway pressure (cpap) device",
+                       "HCPCS E0601: Continuous positive airway pressure (cpap) device\n"
+                       "Category: Durable medical equipment (DME)")]
+    answer = _answer(indexed_engine, "What is HCPCS code E0601?", sources)
+    assert answer[0] == "HCPCS E0601: Continuous positive airway pressure (cpap) device"
+
+
+def test_the_question_type_is_read_in_sql(engine):
+    assert [question_kind(engine, question).question_type for question in (
+        "How often is a screening PSA covered?", "Who qualifies for home oxygen?", "Is CPAP covered?",
+        "What does HCPCS E1390 describe?", "What colorectal cancer screening tests does Medicare cover?",
+        "Tell me about oxygen")] == ["frequency", "eligibility", "coverage", "code", "eligibility", None]
