@@ -312,12 +312,12 @@ def readme_block(results_dir: Path) -> list[str]:
     if calibrated:
         rows.append([f"codes shown as 'high' that are expected ({' / '.join(label for label, _ in calibrated)})",
                      None, " / ".join(share for _, share in calibrated)])
-    for name, label in (("answers_dev.json", "answers dev"), ("answers_holdout.json", "answers holdout")):
-        answers = load(name)
-        if answers:
-            rows.append([f"{label}: fact recall / refusal accuracy", None,
-                         f"{need(answers, 'figures', 'fact_recall')} / "
-                         f"{need(answers, 'figures', 'refusal_accuracy')}"])
+    answers = {label: report for name, label in (("answers_dev.json", "dev"), ("answers_holdout.json", "holdout"))
+               if (report := load(name))}
+    if answers:
+        rows.append([f"answers {' / '.join(answers)}: fact recall; refusal accuracy", None,
+                     " / ".join(str(need(report, "figures", "fact_recall")) for report in answers.values()) + "; "
+                     + " / ".join(str(need(report, "figures", "refusal_accuracy")) for report in answers.values())])
     if not rows:
         return [README_START, "", "No result files yet.", "", README_END]
     what = (ingest or {}).get("before", {}).get("what", "-")

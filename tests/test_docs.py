@@ -312,7 +312,7 @@ def test_generator_renders_what_the_eval_commands_print(tmp_path: Path, monkeypa
     assert "| machine | test machine |" in text and "| something.else | 7 |" in text
     block = readme(tmp_path).read_text(encoding="utf-8")
     assert "| retrieval dev: hit@5 / MRR | - | 1.0 / 0.75 |" in block and block.endswith("more\n")
-    assert "| answers dev: refusal accuracy | - | 1.0 |" in block
+    assert "| answers dev: fact recall; refusal accuracy | - | 1.0; 1.0 |" in block
 
     assert gen.main(["--check", *paths(tmp_path, results, page)]) == 0
     (results / "bench_codes.json").write_text(json.dumps({**BENCH_CODES, "terms": 3}), encoding="utf-8")
