@@ -15,9 +15,9 @@ from typing import Any
 from sqlalchemy import Engine, text
 
 from medrag.answer.evidence import Evidence
-from medrag.answer.reading import ChunkRead, Reading
+from medrag.answer.reading import CODE_SOURCES, ChunkRead, Reading
 from medrag.answer.units import Unit, document_units, line_units
-from medrag.sources.registry import code_kind_names, document_kinds
+from medrag.sources.registry import document_kinds
 
 # Lower outranks higher: what the prompt's precedence rule and the extractive backend's tie-break rely on.
 AUTHORITY_RANK = {kind.name: kind.authority_rank for kind in document_kinds()}
@@ -157,7 +157,6 @@ _DOCUMENTS_SQL = text("""
     FROM document d JOIN release r ON r.id = d.release_id
     WHERE d.id = ANY(:ids)
 """)
-_CODE_SOURCES = code_kind_names()
 
 
 def build_sources(engine: Engine, readings: list[Reading]) -> list[ContextSource]:
@@ -188,7 +187,7 @@ def build_sources(engine: Engine, readings: list[Reading]) -> list[ContextSource
             metadata=metadata or {}, body=body, withheld=withheld, chunks=reading.chunks,
             retrieved="\n".join(item.hit.text for item in reading.evidence),
             whole=reading.whole)
-        source.units = (line_units(reading.document_id, body) if source.source in _CODE_SOURCES
+        source.units = (line_units(reading.document_id, body) if source.source in CODE_SOURCES
                         else document_units(reading.document_id, sections))
         sources.append(source)
     # A stable sort: the retrieval order stays within the current release and within older ones.

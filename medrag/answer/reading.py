@@ -10,6 +10,7 @@ Those are read whole; the others through the chunks that were accepted.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import groupby
 
 from sqlalchemy import Engine, text
@@ -31,6 +32,11 @@ class ChunkRead:
     id: int
     text: str
     similarity: float | None
+
+    @cached_property
+    def words(self) -> str:
+        """The text on single spaces: what a unit's first words are looked for in."""
+        return " ".join(self.text.split())
 
 
 @dataclass

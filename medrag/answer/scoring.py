@@ -22,14 +22,13 @@ import numpy as np
 from sqlalchemy import Engine, text
 
 from medrag.answer.context import WITHHELD, ContextSource
+from medrag.answer.reading import CODE_SOURCES
 from medrag.answer.units import ITEM, LIST, PLACES, Unit
 from medrag.answer.validate import content_words
 from medrag.core.errors import MedragError
 from medrag.index.enrichment import expand_abbreviations
-from medrag.sources.registry import code_kind_names
 
 MODEL_PATH = Path(__file__).resolve().parent.parent / "data" / "answer_unit_model.json"
-CODE_SOURCES = code_kind_names()
 FEATURES = ("similarity", "coverage", *(f"place_{place}" for place in PLACES if place != "listing"), "list", "item",
             "frequency_for_how_often", "criteria_for_conditions", "statement_for_yes_no", "asked_kind", "named",
             "first_document")
@@ -116,24 +115,23 @@ def _features(item: ScoredUnit, kind: QuestionKind, similarity: float, held: flo
               ) -> dict[str, float]:
     unit = item.unit
     group = "code" if item.source.source in CODE_SOURCES else "policy"
-    values = {"similarity": similarity, "coverage": held,
-              **{f"place_{place}": float(unit.place == place) for place in PLACES if place != "listing"},
-              "list": float(unit.kind == LIST), "item": float(unit.kind == ITEM),
-              "frequency_for_how_often": float(kind.question_type == "frequency"
-                                               and bool(_FREQUENCY.search(unit.text))),
-              "criteria_for_conditions": float(kind.question_type in CONDITION_TYPES and unit.kind in (LIST, ITEM)),
-              "statement_for_yes_no": float(kind.question_type == "coverage" and bool(_STATEMENT.search(unit.text))),
-              "asked_kind": float(kind.intent == group),
-              "named": float(item.source.evidence.exact),
-              "first_document": float(first)}
-    return values
+    return {"similarity": similarity, "coverage": held,
+            **{f"place_{place}": float(unit.place == place) for place in PLACES if place != "listing"},
+            "list": float(unit.kind == LIST), "item": float(unit.kind == ITEM),
+            "frequency_for_how_often": float(kind.question_type == "frequency"
+                                             and bool(_FREQUENCY.search(unit.text))),
+            "criteria_for_conditions": float(kind.question_type in CONDITION_TYPES and unit.kind in (LIST, ITEM)),
+            "statement_for_yes_no": float(kind.question_type == "coverage" and bool(_STATEMENT.search(unit.text))),
+            "asked_kind": float(kind.intent == group),
+            "named": float(item.source.evidence.exact),
+            "first_document": float(first)}
 
 
 def _chunk_similarity(unit: Unit, source: ContextSource) -> float:
     """The similarity of the best chunk of the source that holds the unit (its first words), else the source's."""
     probe = " ".join(unit.text.split("\n- ")[-1].split()[:12])
     found = [chunk.similarity for chunk in source.chunks
-             if chunk.similarity is not None and probe in " ".join(chunk.text.split())]
+             if chunk.similarity is not None and probe in chunk.words]
     return max(found, default=source.evidence.similarity or 0.0)
 
 
