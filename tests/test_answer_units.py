@@ -58,6 +58,46 @@ def test_a_list_is_a_unit_with_its_lead_in_and_no_fragment_or_boilerplate_is_one
     assert places["Widget therapy uses a small device worn on the arm."] == "background"
 
 
+NESTED_TEXT = """B. Nationally Covered Indications
+
+Gadget therapy is reasonable and necessary under the following situations:
+
+1. The provider must educate the beneficiary before first use.
+2. An initial 12-week period is covered if either of the following criteria are met:
+  1. a score greater than or equal to 15 events per hour, or
+  2. a score of 5 to 14 events per hour with documented
+     daytime sleepiness.
+3. The test must be ordered by the treating physician.
+
+Patients are defined using the clinical criteria below:
+
+Group I:
+
+- A level at or below 55 units at rest; or
+- A level at or below 55 units during sleep."""
+
+
+def test_a_nested_criterion_is_one_unit_with_its_sub_items_and_each_sub_item_keeps_its_criterion():
+    units = document_units(1, [("Indications and Limitations of Coverage", NESTED_TEXT)])
+    texts = [unit.text for unit in units]
+    lead = "Gadget therapy is reasonable and necessary under the following situations:"
+    criterion = "- An initial 12-week period is covered if either of the following criteria are met:"
+    assert (f"{lead}\n{criterion}\n  - a score greater than or equal to 15 events per hour, or\n"
+            "  - a score of 5 to 14 events per hour with documented daytime sleepiness.") in texts
+    assert ("An initial 12-week period is covered if either of the following criteria are met:\n"
+            "- a score greater than or equal to 15 events per hour, or") in texts
+    # the sub-items are not items of the outer list, and wrapped text joins its item
+    assert f"{lead}\n- a score greater than or equal to 15 events per hour, or" not in texts
+    assert not any(text.endswith("daytime sleepiness.") and "documented daytime" not in text for text in texts)
+
+
+def test_a_heading_under_a_lead_in_sentence_keeps_both_as_the_lead_in():
+    units = document_units(1, [("Indications and Limitations of Coverage", NESTED_TEXT)])
+    items = [unit.text for unit in units if unit.kind == ITEM and "Group I:" in unit.text]
+    assert items and all(text.startswith("Patients are defined using the clinical criteria below:\nGroup I:\n- ")
+                         for text in items)
+
+
 def test_a_listing_section_is_a_unit_per_line():
     units = document_units(2, [("Contractors", "Contractors: Noridian (DME MAC 16013).\nStates: KY, OH.")])
     assert [(unit.text, unit.place) for unit in units] == [
@@ -104,6 +144,20 @@ def test_a_how_often_question_gets_the_frequency(engine, widget):
 def test_a_yes_no_question_about_a_non_covered_service_is_answered_as_not_covered(engine, widget):
     answer = _answer(engine, "Is widget therapy covered for acute widget strain?", widget)
     assert answer[0] == "Widget therapy is not covered for acute widget strain."
+
+
+def test_one_criterion_of_a_short_list_is_quoted_with_its_siblings(engine, widget):
+    answer = _answer(engine, "How often is widget therapy covered for patients aged 40 to 75 years?", widget)
+    criteria = next(text for text in answer if "Age 40 - 75 years" in text)
+    assert "Failure of 12 weeks of conservative treatment" in criteria  # "all of the following": all of them
+
+
+def test_a_yes_no_question_gets_the_coverage_statement_first(engine):
+    text = NCD_TEXT.replace("Widget therapy is not covered for acute widget strain.",
+                            "Widget therapy for widget strain is not covered in the home.")
+    sources = [_source(1, "ncd", "999.1", "Widget Therapy", text)]
+    answer = _answer(engine, "Is widget therapy covered for widget strain at home?", sources)
+    assert answer[0] == "Widget therapy for widget strain is not covered in the home."
 
 
 def test_a_code_question_gets_the_code_description_first(indexed_engine):

@@ -206,6 +206,9 @@ def test_the_llm_request_carries_numbered_sources_with_authority_and_a_json_sche
     schema = body["response_format"]["json_schema"]["schema"]
     assert schema["required"] == ["sentences"]
     assert schema["properties"]["sentences"]["maxItems"] == llm.answer_max_sentences
+    # structured output itself allows only the numbers given, at least one per sentence (SmolLM2 cited -1..-6)
+    cited = schema["properties"]["sentences"]["items"]["properties"]["sources"]
+    assert cited["minItems"] == 1 and cited["items"]["enum"] == list(range(1, len(result.sources) + 1))
     assert not [key for key in body if key.startswith("guided")]
     user = body["messages"][1]["content"]
     assert f"Sources ({len(result.sources)}, numbered 1 to {len(result.sources)})" in user
@@ -461,6 +464,16 @@ def test_the_home_oxygen_answer_states_the_blood_gas_thresholds(indexed_engine, 
     result = ask(indexed_engine, "Who qualifies for home oxygen therapy?", settings=settings, embedder=embedder)
     assert re.search(r"55 mm Hg", result.answer) and re.search(r"88\s*%", result.answer)
     assert ("ncd", "240.2") in {(source.source, source.key) for source in result.cited_sources}
+
+
+def test_the_cpap_answer_quotes_a_numbered_criterion_with_its_sub_items(indexed_engine, settings, embedder):
+    # NCD 240.4's thresholds are sub-items of criterion 5 ("... if either of the following criterion ... are met:")
+    result = ask(indexed_engine, "Is CPAP therapy covered for obstructive sleep apnea?", settings=settings,
+                 embedder=embedder)
+    assert [source.key for source in result.cited_sources][:1] == ["240.4"]
+    criterion = next(check.text for check in result.sentences if "15 events per hour" in check.text)
+    assert "12-week period" in criterion and "5 events and less than or equal to 14" in criterion
+    assert "ClinicalTrials.gov" not in result.answer  # the CED study standards are not the coverage rules
 
 
 def test_a_non_covered_service_is_answered_as_not_covered(indexed_engine, settings, embedder):

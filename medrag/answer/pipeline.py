@@ -261,7 +261,7 @@ def _answer(engine: Engine, question: str, settings: Settings, embedder: Any, fi
                 backend = "extractive"
     unknown: list[str] = []
     if backend == "extractive":
-        unknown = unknown_words(engine, question, result.sources)
+        unknown = unknown_words(engine, question, result.sources, getattr(embedder, "knows_word", None))
         drafts = [] if unknown else extractive_answer(result.units, validator,
                                                       max_sentences=settings.answer_max_sentences,
                                                       question_type=kind.question_type)
@@ -287,7 +287,7 @@ def _generate(client: ChatClient, question: str, sources: list[ContextSource], v
               clock: _Clock) -> list[SentenceCheck]:
     """Ask the LLM for a structured answer and run the gates on each sentence (as it arrives when streaming)."""
     messages = build_messages(question, sources, max_sentences=settings.answer_max_sentences)
-    schema = answer_schema(settings.answer_max_sentences)
+    schema = answer_schema(settings.answer_max_sentences, len(sources))
     checks: list[SentenceCheck] = []
     if not stream:
         try:

@@ -30,14 +30,22 @@ from medrag.index.enrichment import expand_abbreviations
 
 MODEL_PATH = Path(__file__).resolve().parent.parent / "data" / "answer_unit_model.json"
 FEATURES = ("similarity", "coverage", *(f"place_{place}" for place in PLACES if place != "listing"), "list", "item",
-            "frequency_for_how_often", "criteria_for_conditions", "statement_for_yes_no", "asked_kind", "named",
-            "first_document")
+            "threshold", "frequency_for_how_often", "criteria_for_conditions", "statement_for_yes_no", "asked_kind",
+            "named", "first_document")
 _FREQUENCY = re.compile(
     r"\b(?:annual(?:ly)?|once\s+(?:every|a|per|in)|every\s+\d+|per\s+(?:year|month|week)|\d+\s+(?:or\s+more\s+)?"
     r"(?:months?|years?|sessions?|visits?|times|hours?|days?|weeks?)|twice|frequency|biennial)\b", re.IGNORECASE)
 _STATEMENT = re.compile(
     r"\b(?:non-?covered|not\s+(?:a\s+)?covered|(?:is|are)\s+(?:not\s+)?covered|will\s+not\s+cover|covers?|"
     r"nationally\s+(?:non-?)?covered|reasonable\s+and\s+necessary|coverage\s+is)\b", re.IGNORECASE)
+# A measured limit: a value with its unit, a range, a comparison ("55 mm Hg", "50-77 years", "at or below 88%",
+# "greater than or equal to 15 events"). What a coder must be told is most often such a number; counted in a policy's
+# text only (a code's description or an LCD's code list states sizes, not limits).
+_THRESHOLD = re.compile(
+    r"\d\s*(?:%|percent|mm\s*hg|mg|kg|ml|pack[- ]years?|years?|months?|weeks?|days?|hours?|minutes?|sessions?|"
+    r"visits?|events?|times)\b|\b\d+\s*(?:-|\u2013|to|through)\s*\d+\b|[\u2264\u2265<>]\s*\d|"
+    r"\b(?:at\s+or\s+(?:below|above)|(?:greater|less|more|fewer)\s+than|at\s+least|no\s+more\s+than|"
+    r"or\s+(?:more|less|older|younger))\b", re.IGNORECASE)
 # Questions whose answer is a set of conditions: who qualifies, and "is X covered?" (covered when ...).
 CONDITION_TYPES = ("eligibility", "coverage")
 # Units embedded one by one (the best by chunk similarity and words held): embedding every unit of a long
@@ -49,6 +57,11 @@ _KIND_SQL = text("SELECT medrag_question_type(:question) AS question_type, medra
 
 class AnswerModelError(MedragError):
     """The answer's unit model file is missing or does not match the features."""
+
+
+def states_coverage(text: str) -> bool:
+    """Whether a unit says what is or is not covered: the direct answer to "is X covered?"."""
+    return bool(_STATEMENT.search(text))
 
 
 @dataclass(frozen=True)
@@ -118,10 +131,11 @@ def _features(item: ScoredUnit, kind: QuestionKind, similarity: float, held: flo
     return {"similarity": similarity, "coverage": held,
             **{f"place_{place}": float(unit.place == place) for place in PLACES if place != "listing"},
             "list": float(unit.kind == LIST), "item": float(unit.kind == ITEM),
+            "threshold": float(group == "policy" and unit.place != "listing" and bool(_THRESHOLD.search(unit.text))),
             "frequency_for_how_often": float(kind.question_type == "frequency"
                                              and bool(_FREQUENCY.search(unit.text))),
             "criteria_for_conditions": float(kind.question_type in CONDITION_TYPES and unit.kind in (LIST, ITEM)),
-            "statement_for_yes_no": float(kind.question_type == "coverage" and bool(_STATEMENT.search(unit.text))),
+            "statement_for_yes_no": float(kind.question_type == "coverage" and states_coverage(unit.text)),
             "asked_kind": float(kind.intent == group),
             "named": float(item.source.evidence.exact),
             "first_document": float(first)}

@@ -36,13 +36,16 @@ MAX_SENTENCE_CHARS = 300
 MAX_CITATIONS = 6
 
 
-def answer_schema(max_sentences: int) -> dict[str, Any]:
-    """ANSWER_SCHEMA with sizes bounded: at most max_sentences sentences of bounded length and citations."""
+def answer_schema(max_sentences: int, source_count: int) -> dict[str, Any]:
+    """ANSWER_SCHEMA bounded so structured output itself forbids what the gates would drop: at most max_sentences
+    sentences of bounded length, each citing 1..MAX_CITATIONS of the source numbers given (1..source_count)."""
     schema = copy.deepcopy(ANSWER_SCHEMA)
     sentences = schema["properties"]["sentences"]
     sentences["maxItems"] = max_sentences
     sentences["items"]["properties"]["text"]["maxLength"] = MAX_SENTENCE_CHARS
-    sentences["items"]["properties"]["sources"]["maxItems"] = MAX_CITATIONS
+    cited = sentences["items"]["properties"]["sources"]
+    cited.update(minItems=1, maxItems=MAX_CITATIONS)
+    cited["items"] = {"type": "integer", "enum": list(range(1, max(1, source_count) + 1))}
     return schema
 
 # "[1]", "[1, 3]", "[2][4]" written inside a sentence: citations too, moved out of the text.

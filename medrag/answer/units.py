@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from medrag.index.chunking import split_sentences
+from medrag.sources.htmltext import LIST_INDENT
 
 SENTENCE = "sentence"
 LIST = "list"
@@ -89,7 +90,7 @@ def _is_heading(line: str) -> bool:
 
 
 class _Builder:
-    """Cuts one section's text into units, keeping the sub-heading and the lead-in of each list."""
+    """Cuts one section's text into units, keeping the sub-heading, the lead-in of each list and its nesting."""
 
     def __init__(self, document_id: int, section: str, start: int) -> None:
         self.document_id = document_id
@@ -98,7 +99,7 @@ class _Builder:
         self.units: list[Unit] = []
         self.subheading = ""
         self.lead_in = ""
-        self.items: list[str] = []
+        self.items: list[tuple[int, str]] = []  # (depth, text) in reading order
 
     def add(self, text: str, kind: str) -> None:
         if len(text.split()) < MIN_UNIT_WORDS or is_boilerplate(text):
@@ -114,12 +115,27 @@ class _Builder:
         # The sentence that introduces the list, else the heading it stands under; an item with neither is a
         # fragment and is quoted only inside its whole list.
         lead = self.lead_in or self.subheading
-        whole = (f"{lead}\n" if lead else "") + "\n".join(f"- {item}" for item in self.items)
-        if len(whole.split()) <= LIST_MAX_WORDS and (len(self.items) > 1 or not lead):
+        top = min(depth for depth, _ in self.items)
+        groups: list[tuple[str, list[tuple[int, str]]]] = []  # each top-level item with the items nested in it
+        for depth, item in self.items:
+            if depth == top or not groups:
+                groups.append((item, []))
+            else:
+                groups[-1][1].append((depth - top, item))
+        whole = (f"{lead}\n" if lead else "") + "\n".join(_rendered(item, children) for item, children in groups)
+        if len(whole.split()) <= LIST_MAX_WORDS and (len(groups) > 1 or not lead):
             self.add(whole, LIST)
-        if lead:
-            for item in self.items:
+        for item, children in groups:
+            criterion = _rendered(item, children)
+            # A numbered criterion with its sub-items is one unit; a long one is quoted sub-item by sub-item,
+            # each under the criterion that introduces it.
+            if lead and len(criterion.split()) <= LIST_MAX_WORDS:
+                self.add(f"{lead}\n{criterion}", ITEM)
+            elif lead and not children:
                 self.add(f"{lead}\n- {item}", ITEM)
+            for depth, child in children:
+                if depth == 1:
+                    self.add(f"{item}\n- {child}", ITEM)
         self.items, self.lead_in = [], ""
 
     def paragraph(self, line: str) -> None:
@@ -133,18 +149,30 @@ class _Builder:
             if len(sentence.split()) <= MAX_SENTENCE_WORDS and _CLOSED.search(sentence):
                 self.add(sentence, SENTENCE)
 
-    def line(self, line: str) -> None:
+    def line(self, raw: str) -> None:
+        line = raw.strip()
+        indent = len(raw) - len(raw.lstrip(" "))
         bullet = _BULLET.match(line)
         if _is_heading(line):
+            # "Group I:" right after "... the clinical criteria below:" keeps both as the list's lead-in
+            pending = self.lead_in if not self.items else ""
             self.close_list()
             if line.endswith(":"):
-                self.lead_in = line
+                self.lead_in = f"{pending}\n{line}" if pending else line
             else:
                 self.subheading = line
         elif bullet:
-            self.items.append(line[bullet.end():].strip())
+            self.items.append((indent // len(LIST_INDENT), line[bullet.end():].strip()))
+        elif indent and self.items:
+            depth, item = self.items[-1]  # an item's wrapped text lines up under it
+            self.items[-1] = (depth, f"{item} {line}")
         else:
             self.paragraph(line)
+
+
+def _rendered(item: str, children: list[tuple[int, str]]) -> str:
+    """A list item as quoted, with the items nested in it indented under it."""
+    return "\n".join([f"- {item}"] + [f"{LIST_INDENT * depth}- {child}" for depth, child in children])
 
 
 def document_units(document_id: int, sections: list[tuple[str, str]]) -> list[Unit]:
@@ -160,9 +188,8 @@ def document_units(document_id: int, sections: list[tuple[str, str]]) -> list[Un
             continue
         builder = _Builder(document_id, section, len(units))
         for raw in body.split("\n"):
-            line = raw.strip()
-            if line:
-                builder.line(line)
+            if raw.strip():
+                builder.line(raw.rstrip())
         builder.close_list()
         units.extend(builder.units)
     return units

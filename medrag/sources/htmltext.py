@@ -20,7 +20,8 @@ _CELL_TAGS = frozenset({"td", "th"})
 _SKIPPED_TAGS = frozenset({"script", "style", "template", "head", "title", "noscript"})
 _VOID_TAGS = frozenset({"br", "hr", "img", "input", "meta", "link", "col", "area", "base", "wbr", "source"})
 
-_INDENT = "  "
+# Nested list items are indented this much per level (medrag.answer.units reads the nesting back).
+LIST_INDENT = "  "
 _MAX_BREAK = 2  # a blank line is the most vertical space the text ever needs
 _WHITESPACE = re.compile(r"\s+")
 # Zero-width characters and soft hyphens only survive as invisible noise in search text.
@@ -261,7 +262,7 @@ class _NarrativeParser(HTMLParser):
         if self._in_cell():
             self._tables[-1].cell.append(f" {marker}")
             return
-        indent = _INDENT * (len(self._lists) - 1)
+        indent = LIST_INDENT * (len(self._lists) - 1)
         state.item_indent = indent + " " * len(marker)
         self._writer.request_break(1)
         self._writer.pending_prefix = indent + marker
