@@ -235,7 +235,8 @@ def _answer(engine: Engine, question: str, settings: Settings, embedder: Any, fi
         result.validation = {**summarize([]), "stage": "retrieval"}
         return result
     kind = question_kind(engine, question)
-    result.units = rank_units(unit_pool(question, kind, result.sources, embedder, recorder.last), unit_model)
+    result.units = rank_units(unit_pool(question, kind, result.sources, embedder, recorder.last, engine),
+                              unit_model)
     prompt_excerpts(result.units, words_per_source=PROMPT_WORDS_PER_SOURCE)
     clock.lap("units")
 

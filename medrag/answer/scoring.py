@@ -30,8 +30,8 @@ from medrag.index.enrichment import expand_abbreviations
 
 MODEL_PATH = Path(__file__).resolve().parent.parent / "data" / "answer_unit_model.json"
 FEATURES = ("similarity", "coverage", *(f"place_{place}" for place in PLACES if place != "listing"), "list", "item",
-            "threshold", "frequency_for_how_often", "criteria_for_conditions", "statement_for_yes_no", "asked_kind",
-            "named", "first_document")
+            "threshold", "repeated", "frequency_for_how_often", "criteria_for_conditions", "statement_for_yes_no",
+            "asked_kind", "named", "first_document")
 _FREQUENCY = re.compile(
     r"\b(?:annual(?:ly)?|once\s+(?:every|a|per|in)|every\s+\d+|per\s+(?:year|month|week)|\d+\s+(?:or\s+more\s+)?"
     r"(?:months?|years?|sessions?|visits?|times|hours?|days?|weeks?)|twice|frequency|biennial)\b", re.IGNORECASE)
@@ -47,11 +47,23 @@ _THRESHOLD = re.compile(
     r"\b(?:at\s+or\s+(?:below|above)|(?:greater|less|more|fewer)\s+than|at\s+least|no\s+more\s+than|"
     r"or\s+(?:more|less|older|younger))\b", re.IGNORECASE)
 # Questions whose answer is a set of conditions: who qualifies, and "is X covered?" (covered when ...).
-CONDITION_TYPES = ("eligibility", "coverage")
+CONDITION_TYPES = ("eligibility", "coverage", "frequency")
 # Units embedded one by one (the best by chunk similarity and words held): embedding every unit of a long
 # determination costs a second on 2 cores; the others are measured by the stored vector of their chunk.
 EMBED_UNITS = 24
 EMBED_WORDS = 48
+# How many other current documents hold a unit's own first words: text that many determinations repeat word for word
+# (the Coverage with Evidence Development study standards, "The study has a written protocol ...") is boilerplate,
+# seldom what was asked. The full-text index finds the candidates, strpos confirms the exact words.
+REPEATED_PROBE_WORDS = 8
+_REPEATED_SQL = text("""
+    SELECT probe, count(DISTINCT c.document_id) AS documents
+    FROM unnest(CAST(:probes AS text[])) AS probe
+    JOIN chunk c ON c.tsv @@ plainto_tsquery('english', probe) AND strpos(c.text, probe) > 0
+    JOIN document d ON d.id = c.document_id AND d.is_current
+    WHERE c.source <> ALL(CAST(:code_sources AS text[]))
+    GROUP BY probe
+""")
 _KIND_SQL = text("SELECT medrag_question_type(:question) AS question_type, medrag_query_intent(:question) AS intent")
 
 
@@ -124,7 +136,7 @@ def coverage(question: str, pool: list[ScoredUnit]) -> list[float]:
             for index in range(len(pool))]
 
 
-def _features(item: ScoredUnit, kind: QuestionKind, similarity: float, held: float, first: bool
+def _features(item: ScoredUnit, kind: QuestionKind, similarity: float, held: float, repeated: int, first: bool
               ) -> dict[str, float]:
     unit = item.unit
     group = "code" if item.source.source in CODE_SOURCES else "policy"
@@ -132,6 +144,7 @@ def _features(item: ScoredUnit, kind: QuestionKind, similarity: float, held: flo
             **{f"place_{place}": float(unit.place == place) for place in PLACES if place != "listing"},
             "list": float(unit.kind == LIST), "item": float(unit.kind == ITEM),
             "threshold": float(group == "policy" and unit.place != "listing" and bool(_THRESHOLD.search(unit.text))),
+            "repeated": math.log1p(repeated),
             "frequency_for_how_often": float(kind.question_type == "frequency"
                                              and bool(_FREQUENCY.search(unit.text))),
             "criteria_for_conditions": float(kind.question_type in CONDITION_TYPES and unit.kind in (LIST, ITEM)),
@@ -139,6 +152,26 @@ def _features(item: ScoredUnit, kind: QuestionKind, similarity: float, held: flo
             "asked_kind": float(kind.intent == group),
             "named": float(item.source.evidence.exact),
             "first_document": float(first)}
+
+
+def _own_words(unit: Unit, count: int) -> str:
+    """The first words of what a unit itself says: an item's own line, not its lead-in."""
+    return " ".join(unit.text.split("\n- ")[-1].split("\n")[0].split()[:count])
+
+
+def repeated_elsewhere(engine: Engine, pool: list[ScoredUnit]) -> list[int]:
+    """For each prose unit of a policy document, how many other current documents hold its own first words (a
+    listing's lines, an LCD's contractors and codes, are shared by design and count none)."""
+    probes = {index: _own_words(item.unit, REPEATED_PROBE_WORDS) for index, item in enumerate(pool)
+              if item.source.source not in CODE_SOURCES and item.unit.place not in ("listing", "reference")}
+    probes = {index: probe for index, probe in probes.items() if len(probe.split()) == REPEATED_PROBE_WORDS}
+    if not probes:
+        return [0] * len(pool)
+    with engine.connect() as conn:
+        rows = conn.execute(_REPEATED_SQL, {"probes": sorted(set(probes.values())),
+                                            "code_sources": list(CODE_SOURCES)})
+        documents = {row.probe: row.documents for row in rows}
+    return [max(0, documents.get(probes.get(index, ""), 1) - 1) for index in range(len(pool))]
 
 
 def _chunk_similarity(unit: Unit, source: ContextSource) -> float:
@@ -157,8 +190,9 @@ def _embedding_text(unit: Unit) -> str:
 
 
 def unit_pool(question: str, kind: QuestionKind, sources: list[ContextSource], embedder: Any,
-              query_vector: list[float] | None) -> list[ScoredUnit]:
-    """Every quotable unit of the sources with its features (not yet scored)."""
+              query_vector: list[float] | None, engine: Engine | None = None) -> list[ScoredUnit]:
+    """Every quotable unit of the sources with its features (not yet scored); without an engine no unit counts as
+    repeated elsewhere."""
     pool = [ScoredUnit(unit, source, {}) for source in sources for unit in source.units
             if WITHHELD not in unit.text]
     if not pool:
@@ -171,9 +205,11 @@ def unit_pool(question: str, kind: QuestionKind, sources: list[ContextSource], e
                              dtype=np.float32)
         for index, value in zip(chosen, vectors @ np.asarray(query_vector, dtype=np.float32), strict=True):
             similarity[index] = float(value)
+    repeated = repeated_elsewhere(engine, pool) if engine is not None else [0] * len(pool)
     first = sources[0].n
     for index, item in enumerate(pool):
-        item.features = _features(item, kind, similarity[index], held[index], item.source.n == first)
+        item.features = _features(item, kind, similarity[index], held[index], repeated[index],
+                                  item.source.n == first)
     return pool
 
 
