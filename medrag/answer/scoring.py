@@ -36,7 +36,8 @@ _FREQUENCY = re.compile(
     r"\b(?:annual(?:ly)?|once\s+(?:every|a|per|in)|every\s+\d+|per\s+(?:year|month|week)|\d+\s+(?:or\s+more\s+)?"
     r"(?:months?|years?|sessions?|visits?|times|hours?|days?|weeks?)|twice|frequency|biennial)\b", re.IGNORECASE)
 _STATEMENT = re.compile(
-    r"\b(?:non-?covered|not\s+(?:a\s+)?covered|(?:is|are)\s+(?:not\s+)?covered|will\s+not\s+cover|covers?|"
+    r"\b(?:non-?covered|not\s+(?:a\s+)?covered|(?:is|are|be|been|remains?)\s+(?:not\s+|only\s+)?covered|"
+    r"will\s+(?:not\s+)?cover|covers?|"
     r"nationally\s+(?:non-?)?covered|reasonable\s+and\s+necessary|coverage\s+is)\b", re.IGNORECASE)
 # A measured limit: a value with its unit, a range, a comparison ("55 mm Hg", "50-77 years", "at or below 88%",
 # "greater than or equal to 15 events"). What a coder must be told is most often such a number; counted in a policy's
