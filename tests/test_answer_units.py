@@ -91,6 +91,32 @@ def test_a_nested_criterion_is_one_unit_with_its_sub_items_and_each_sub_item_kee
     assert not any(text.endswith("daytime sleepiness.") and "documented daytime" not in text for text in texts)
 
 
+def test_a_numbered_heading_before_its_paragraphs_is_a_heading_not_a_list():
+    text = "D. Other\n\n1. Somatic (Acquired) Cancer\n\nMACs may determine coverage of NGS for advanced cancer."
+    units = document_units(1, [("Indications and Limitations of Coverage", text)])
+    assert [(unit.text, unit.kind, unit.subheading) for unit in units] == [
+        ("MACs may determine coverage of NGS for advanced cancer.", SENTENCE, "Somatic (Acquired) Cancer")]
+
+
+def test_items_chosen_apart_are_quoted_in_document_order_and_a_sentence_an_item_holds_is_not_repeated(engine):
+    text = """B. Nationally Covered Indications
+
+Gizmo therapy is covered when all of the following criteria are met:
+
+- A first criterion about gizmo therapy that is long enough to need its own line in every answer we give.
+- A second criterion about gizmo therapy that is long enough to need its own line in every answer we give.
+- A third criterion about gizmo therapy, stated at 55 mm Hg. Gizmo therapy is covered at 55 mm Hg.
+- A fourth criterion about gizmo therapy that is long enough to need its own line in every answer we give.
+
+Gizmo therapy is covered at 55 mm Hg."""
+    sources = [_source(1, "ncd", "999.2", "Gizmo Therapy", text)]
+    answer = _answer(engine, "Who qualifies for gizmo therapy at 55 mm Hg?", sources)
+    quoted = "\n".join(answer)
+    assert quoted.count("Gizmo therapy is covered at 55 mm Hg.") == 1
+    lines = [line for line in quoted.split("\n") if line.startswith("- ")]
+    assert lines == sorted(lines, key=lambda line: ["first", "second", "third", "fourth"].index(line.split()[2]))
+
+
 def test_a_heading_under_a_lead_in_sentence_keeps_both_as_the_lead_in():
     units = document_units(1, [("Indications and Limitations of Coverage", NESTED_TEXT)])
     items = [unit.text for unit in units if unit.kind == ITEM and "Group I:" in unit.text]
@@ -174,3 +200,8 @@ def test_the_question_type_is_read_in_sql(engine):
         "How often is a screening PSA covered?", "Who qualifies for home oxygen?", "Is CPAP covered?",
         "What does HCPCS E1390 describe?", "What colorectal cancer screening tests does Medicare cover?",
         "Tell me about oxygen")] == ["frequency", "eligibility", "coverage", "code", "eligibility", None]
+    # a coder's question states the case first; any of its sentences may ask
+    assert [question_kind(engine, question).question_type for question in (
+        "A patient has treatment-resistant depression. Will Medicare pay for a vagus nerve stimulator?",
+        "How many cardiovascular disease risk reduction visits can a practice bill?",
+        "What must each CVD visit include each year?")] == ["coverage", "frequency", "frequency"]

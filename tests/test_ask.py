@@ -18,11 +18,14 @@ from openai_stub import OpenAIStub, Reply, json_reply
 from sqlalchemy import text
 
 from medrag.answer.checks import InvalidQuestion
-from medrag.answer.context import WITHHELD
+from medrag.answer.context import WITHHELD, ContextSource
+from medrag.answer.evidence import Evidence
 from medrag.answer.pipeline import ask
+from medrag.answer.scoring import ScoredUnit
+from medrag.answer.units import ITEM, Unit
 from medrag.cli import main
 from medrag.retrieval.query_embedding import QueryEmbedder
-from medrag.retrieval.search import SearchFilters
+from medrag.retrieval.search import Hit, SearchFilters
 
 OXYGEN = "Does Medicare cover home oxygen therapy for a patient with low blood oxygen?"
 OFF_TOPIC = ["What is the capital of France?", "asdf qwerty zxcv uiop", "Give me a recipe for chocolate chip cookies",
@@ -466,13 +469,17 @@ def test_the_home_oxygen_answer_states_the_blood_gas_thresholds(indexed_engine, 
     assert ("ncd", "240.2") in {(source.source, source.key) for source in result.cited_sources}
 
 
-def test_the_cpap_answer_quotes_a_numbered_criterion_with_its_sub_items(indexed_engine, settings, embedder):
-    # NCD 240.4's thresholds are sub-items of criterion 5 ("... if either of the following criterion ... are met:")
+def test_the_cpap_answer_keeps_each_criterion_with_its_sub_items(indexed_engine, settings, embedder):
+    # NCD 240.4's AHI thresholds are sub-items of criterion 5 ("... if either of the following criterion ... are met:")
     result = ask(indexed_engine, "Is CPAP therapy covered for obstructive sleep apnea?", settings=settings,
                  embedder=embedder)
     assert [source.key for source in result.cited_sources][:1] == ["240.4"]
-    criterion = next(check.text for check in result.sentences if "15 events per hour" in check.text)
-    assert "12-week period" in criterion and "5 events and less than or equal to 14" in criterion
+    criterion = next(item.unit.text for item in result.units
+                     if "15 events per hour" in item.unit.text and "5 events and less" in item.unit.text)
+    assert "An initial 12-week period" in criterion  # the criterion and both its sub-items are one unit
+    for check in result.sentences:  # a threshold is never quoted without the criterion that introduces it
+        if "events per hour" in check.text:
+            assert "An initial 12-week period" in check.text
     assert "ClinicalTrials.gov" not in result.answer  # the CED study standards are not the coverage rules
 
 
@@ -489,3 +496,29 @@ def test_a_cpt_code_the_corpus_never_mentions_is_an_unknown_word(indexed_engine)
     assert unknown_words(indexed_engine, "What is the Medicare payment rate for CPT 99213?", []) == ["99213"]
     # a year or a code with a dot is not a CPT code
     assert unknown_words(indexed_engine, "What did Medicare pay in 2019 for E11.621?", []) == []
+
+
+def test_a_compound_of_known_words_or_a_plain_english_word_is_not_unknown(indexed_engine, embedder):
+    from medrag.answer.extractive import unknown_words
+
+    # "treatment-resistant": the corpus writes "treatment resistant depression"
+    assert unknown_words(indexed_engine, "Is VNS covered for treatment-resistant depression?", []) == []
+    question = "What has to happen before home INR testing, and is Ozempic covered?"
+    assert unknown_words(indexed_engine, question, []) == ["happen", "ozempic"]
+    # the embedding model has a token of its own for "happen" (common English), none for a brand name
+    assert unknown_words(indexed_engine, question, [], embedder.knows_word) == ["ozempic"]
+
+
+def test_text_other_determinations_repeat_word_for_word_is_counted(indexed_engine):
+    from medrag.answer.scoring import repeated_elsewhere
+
+    def unit(text: str, source: str = "ncd") -> ScoredUnit:
+        hit = Hit(rank=1, score=0.1, source=source, key="x", title="", heading="", text=text, chunk_id=1,
+                  document_id=1, release="2026Q4", url=None)
+        context = ContextSource(n=1, evidence=Evidence(hit, 0.7, False, True), body=text)
+        return ScoredUnit(Unit(1, 1, text, ITEM, "covered"), context, {})
+
+    ced = "Lead-in:\n- The study has a written protocol that clearly demonstrates adherence to the standards."
+    own = "Lead-in:\n- The patient must be in a major depressive disorder (MDD) episode for two years."
+    counts = repeated_elsewhere(indexed_engine, [unit(ced), unit(own), unit(ced, "hcpcs")])
+    assert counts[0] >= 2 and counts[1] == 0 and counts[2] == 0  # a code's lines are never counted

@@ -48,6 +48,8 @@ def _redundant(item: ScoredUnit, chosen: list[ScoredUnit]) -> bool:
     for other in chosen:
         if other.source is item.source and _lines(item) and _lines(item) & _lines(other):
             return True
+        if item.unit.text in other.unit.text or other.unit.text in item.unit.text:
+            return True  # a sentence an item already quotes
         other_words = set(content_words(other.unit.text))
         if len(words & other_words) / max(1, len(words | other_words)) > SAME_THING:
             return True
@@ -64,21 +66,25 @@ def _whole_lists(pool: list[ScoredUnit]) -> dict[tuple[int, str], ScoredUnit]:
 
 
 def _merge_items(chosen: list[ScoredUnit]) -> list[tuple[ContextSource, int, str]]:
-    """(source, position, text) to quote: items of one list chosen apart are quoted together under their lead-in."""
+    """(source, position, text) to quote: items of one list chosen apart are quoted together under their lead-in, in
+    the order the document gives them."""
     quoted: list[tuple[ContextSource, int, str]] = []
-    lists: dict[tuple[int, str], int] = {}
+    lists: dict[tuple[int, str], list[tuple[int, str]]] = {}
     for item in chosen:
         unit = item.unit
         lead = _lead(item)
+        key = (item.source.n, lead)
+        if lead and key in lists:
+            lists[key].append((unit.position, unit.text.split("\n- ", 1)[1]))
+            continue
         if lead:
-            line = unit.text.split("\n- ", 1)[1]
-            key = (item.source.n, lead)
-            if key in lists:
-                source, position, joined = quoted[lists[key]]
-                quoted[lists[key]] = (source, position, f"{joined}\n- {line}")
-                continue
-            lists[key] = len(quoted)
+            lists[key] = [(unit.position, unit.text.split("\n- ", 1)[1])]
         quoted.append((item.source, unit.position, unit.text))
+    for index, (source, position, quote) in enumerate(quoted):
+        items = lists.get((source.n, quote.split("\n- ", 1)[0]))
+        if items and len(items) > 1 and "\n- " in quote:
+            lines = "\n".join(f"- {line}" for _, line in sorted(items))
+            quoted[index] = (source, position, f"{quote.split(chr(10) + '- ', 1)[0]}\n{lines}")
     return quoted
 
 
@@ -97,6 +103,8 @@ def extractive_answer(pool: list[ScoredUnit], validator: Validator, *, max_sente
     # document's coverage statement where it has one
     statements = [item for item in ranked if item.unit.kind == SENTENCE]
     statements = [item for item in statements if item.source is ranked[0].source] or statements
+    # a definition or a history is never the direct answer: without another sentence, the best unit comes first
+    statements = [item for item in statements if item.unit.place != "background"]
     if question_type == "coverage":
         statements = [item for item in statements if states_coverage(item.unit.text)] or statements
     # of those, the one that holds most of the question's words: a direct answer echoes what was asked

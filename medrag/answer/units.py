@@ -28,6 +28,8 @@ _BULLET = re.compile(r"^\s*(?:[-*\u2022\u25aa\u25cf]|\(?(?:[0-9]{1,2}|[a-zA-Z]|[
 # "B. Nationally Covered Indications", "Beneficiary Eligibility Criteria", "Group I:"; a lettered heading is not a
 # list item ("a. Age 50 - 77 years;" is: lower case, or closing punctuation).
 _HEADING = re.compile(r"^(?:[A-Z]\.\s+|[IVX]+\.\s+)?[A-Z][^.!?;]{0,80}:?$")
+# An item that ends a clause ("Acute carbon monoxide intoxication,", "Age 40 - 75 years;") is a list item even alone.
+_ENDS_CLAUSE = re.compile(r"[,;:.!?]$")
 _CLOSED = re.compile(r"[.!?;:][\"'\u2019\u201d)\]]*$")
 # Review dates, revision notes and "see also" pointers say nothing a coder asked.
 _BOILERPLATE = re.compile(
@@ -115,6 +117,10 @@ class _Builder:
         # The sentence that introduces the list, else the heading it stands under; an item with neither is a
         # fragment and is quoted only inside its whole list.
         lead = self.lead_in or self.subheading
+        if len(self.items) == 1 and _is_heading(self.items[0][1]) and not _ENDS_CLAUSE.search(self.items[0][1]):
+            # "1. Somatic (Acquired) Cancer" before its paragraphs: a numbered heading, not a list
+            self.subheading, self.items, self.lead_in = self.items[0][1], [], ""
+            return
         top = min(depth for depth, _ in self.items)
         groups: list[tuple[str, list[tuple[int, str]]]] = []  # each top-level item with the items nested in it
         for depth, item in self.items:
