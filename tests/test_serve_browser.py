@@ -31,7 +31,8 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def page_url(indexed_settings):
+def page_url(indexed_engine, indexed_settings):
+    # indexed_engine fills the database: `make test-browser` runs these tests alone, with no other test before them
     settings = dataclasses.replace(indexed_settings, vllm_base_url=None, api_token=None, api_rate=0)
     with running_app(create_app(settings)) as base_url:
         yield base_url
