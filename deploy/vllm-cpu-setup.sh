@@ -83,5 +83,6 @@ fi
 
 say "ready. Start the server with:"
 echo "$VLLM_VENV/bin/python -m vllm.entrypoints.openai.api_server --model $VLLM_MODEL_DIR" \
-     "--served-model-name smollm2-135m-instruct --host 127.0.0.1 --port 8000 --dtype bfloat16 --max-model-len 4096"
+     "--served-model-name smollm2-135m-instruct --host 127.0.0.1 --port 8000 --dtype bfloat16 --max-model-len 4096" \
+     "--structured-outputs-config '{\"backend\": \"xgrammar\", \"disable_any_whitespace\": true}'"
 echo "export VLLM_BASE_URL=http://127.0.0.1:8000/v1 VLLM_MODEL=smollm2-135m-instruct"

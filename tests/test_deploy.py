@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -31,6 +32,9 @@ def test_compose_names_the_services() -> None:
     gpu = services["vllm"]["deploy"]["resources"]["reservations"]["devices"][0]
     assert gpu["driver"] == "nvidia" and "gpu" in gpu["capabilities"]
     assert "${VLLM_MODEL" in " ".join(services["vllm"]["command"])
+    command = services["vllm"]["command"]  # compact JSON: no whitespace padding until max_tokens
+    assert json.loads(command[command.index("--structured-outputs-config") + 1]) == {
+        "backend": "xgrammar", "disable_any_whitespace": True}
 
 
 def test_the_api_service_serves_on_health_checked_dependencies() -> None:

@@ -51,7 +51,9 @@ def vllm_url(tmp_path_factory):
         server = subprocess.Popen(
             [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(MODEL_DIR),
              "--served-model-name", SERVED_NAME, "--host", "127.0.0.1", "--port", str(port),
-             "--dtype", "bfloat16", "--max-model-len", "4096"],
+             "--dtype", "bfloat16", "--max-model-len", "4096",
+             # compact JSON: SmolLM2 otherwise pads the structured answer with whitespace until max_tokens
+             "--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}'],
             stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
         )
     url = f"http://127.0.0.1:{port}/v1"
