@@ -38,9 +38,15 @@ def _lines(item: ScoredUnit) -> set[str]:
     return {line.strip().removeprefix("- ") for line in item.unit.text.split("\n") if line.lstrip().startswith("- ")}
 
 
+def _split_lead(text: str) -> tuple[str, str]:
+    """(lead-in, the list lines after it) of a quoted list or item; ("", text) for text without one."""
+    lead, _, lines = text.partition("\n- ")
+    return (lead, lines) if lines else ("", text)
+
+
 def _lead(item: ScoredUnit) -> str:
     """The lead-in an item is quoted under ("" for a sentence or a whole list)."""
-    return item.unit.text.split("\n- ", 1)[0] if item.unit.kind == ITEM and "\n- " in item.unit.text else ""
+    return _split_lead(item.unit.text)[0] if item.unit.kind == ITEM else ""
 
 
 def _redundant(item: ScoredUnit, chosen: list[ScoredUnit]) -> bool:
@@ -61,7 +67,7 @@ def _whole_lists(pool: list[ScoredUnit]) -> dict[tuple[int, str], ScoredUnit]:
     lists: dict[tuple[int, str], ScoredUnit] = {}
     for item in pool:
         if item.unit.kind == LIST and "\n- " in item.unit.text:
-            lists.setdefault((item.source.n, item.unit.text.split("\n- ", 1)[0]), item)
+            lists.setdefault((item.source.n, _split_lead(item.unit.text)[0]), item)
     return lists
 
 
@@ -69,22 +75,21 @@ def _merge_items(chosen: list[ScoredUnit]) -> list[tuple[ContextSource, int, str
     """(source, position, text) to quote: items of one list chosen apart are quoted together under their lead-in, in
     the order the document gives them."""
     quoted: list[tuple[ContextSource, int, str]] = []
-    lists: dict[tuple[int, str], list[tuple[int, str]]] = {}
+    lists: dict[tuple[int, str], tuple[int, list[tuple[int, str]]]] = {}  # -> (index in quoted, its items)
     for item in chosen:
-        unit = item.unit
-        lead = _lead(item)
-        key = (item.source.n, lead)
-        if lead and key in lists:
-            lists[key].append((unit.position, unit.text.split("\n- ", 1)[1]))
-            continue
+        unit, lead = item.unit, _lead(item)
         if lead:
-            lists[key] = [(unit.position, unit.text.split("\n- ", 1)[1])]
+            line = (unit.position, _split_lead(unit.text)[1])
+            key = (item.source.n, lead)
+            if key in lists:
+                lists[key][1].append(line)
+                continue
+            lists[key] = (len(quoted), [line])
         quoted.append((item.source, unit.position, unit.text))
-    for index, (source, position, quote) in enumerate(quoted):
-        items = lists.get((source.n, quote.split("\n- ", 1)[0]))
-        if items and len(items) > 1 and "\n- " in quote:
-            lines = "\n".join(f"- {line}" for _, line in sorted(items))
-            quoted[index] = (source, position, f"{quote.split(chr(10) + '- ', 1)[0]}\n{lines}")
+    for (_, lead), (index, lines) in lists.items():
+        if len(lines) > 1:
+            source, position, _ = quoted[index]
+            quoted[index] = (source, position, lead + "\n" + "\n".join(f"- {line}" for _, line in sorted(lines)))
     return quoted
 
 
