@@ -26,18 +26,18 @@ import tempfile
 import time
 from pathlib import Path
 
+from rates import bare_rate, sentence_transformers_rate
 from scratch import scratch_database  # benchmarks/ is the script's folder, first on sys.path
 
 from medrag.core.config import load_settings, source_urls_for
 from medrag.core.db import get_engine
 from medrag.core.progress import LineSink, reporting
 from medrag.index.embedding import EMBED_TEXT_SQL, DocumentEmbedder, embed_pending
-from medrag.index.onnx_model import BACKEND_TORCH, BACKENDS, DEFAULT_BACKEND, OnnxEncoder
+from medrag.index.onnx_model import BACKENDS, DEFAULT_BACKEND
 from medrag.ingest.mirror import build_mirror
 from medrag.refresh import ordered_sources, refresh_source
 
 REPO = Path(__file__).resolve().parents[1]
-BARE_BATCH = 64
 # The before column of the report: the first `make run` before the ONNX embedding stage (commit faed138,
 # sentence-transformers on torch, the same kind of 2-core machine), as recorded in issue #21. A whole torch run
 # takes 48 minutes, so this run measures the torch model's bare rate on the sample instead (torch_bare_texts_per_s).
@@ -72,21 +72,6 @@ def refresh_all(settings, engine, sources: list[str], embedder: DocumentEmbedder
             "encode_seconds": encode_seconds, "write_seconds": write_seconds, "index_seconds": index_seconds}
 
 
-def bare_rate(embedder: DocumentEmbedder, texts: list[str]) -> float:
-    """Texts/s of the model alone: pre-tokenised, length-sorted batches in a tight loop (ONNX), or encode() (torch)."""
-    model = embedder.model
-    if isinstance(model, OnnxEncoder):
-        batches = list(model.batches(model.tokenize(texts), BARE_BATCH))
-        started = time.perf_counter()
-        for batch in batches:
-            model.run(batch)
-    else:
-        ordered = sorted(texts, key=len)
-        started = time.perf_counter()
-        model.encode(ordered, batch_size=BARE_BATCH, normalize_embeddings=True, convert_to_numpy=True)
-    return len(texts) / (time.perf_counter() - started)
-
-
 def measure(url: str, scratch: Path, cms_dir: Path, sources: list[str], backend: str,
             sample_size: int) -> dict[str, object]:
     """First and second refresh from a mirror of cms_dir, and the bare model on the stage's texts: the report."""
@@ -107,8 +92,7 @@ def measure(url: str, scratch: Path, cms_dir: Path, sources: list[str], backend:
             f"SELECT DISTINCT ON (content_hash) {EMBED_TEXT_SQL} FROM chunk ORDER BY content_hash").scalars().all()
     sample = random.Random(0).sample(list(texts), min(sample_size, len(texts)))
     bare = bare_rate(embedder, sample)
-    torch_embedder = DocumentEmbedder(settings.embedding_model, backend=BACKEND_TORCH, device="cpu")
-    torch_bare = bare if backend == BACKEND_TORCH else bare_rate(torch_embedder, sample)
+    torch_bare = sentence_transformers_rate(settings.embedding_model, sample)
 
     started = time.perf_counter()
     second = refresh_all(settings, engine, sources, embedder)

@@ -200,6 +200,45 @@ def render_bench_ingest(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def render_bench_embed_gpu(report: dict[str, Any]) -> list[str]:
+    """benchmarks/embed_gpu.py runs: the torch stage on a GPU against the model's forward-only rate, same run."""
+    lines = [f"{cell(report.get('made_by'))}.", ""]
+    steady = None
+    for run in need(report, "runs"):
+        forward = need(run, "forward_only_best", "texts_per_s")
+        lines += [f"**{cell(run.get('run'))}** ({cell(run.get('device'))}, torch {cell(run.get('torch'))}, "
+                  f"{cell(run.get('texts'))} texts of {cell(run.get('tokens_per_text_mean'))} word pieces on "
+                  f"average): {cell(run.get('setup'))}.", ""]
+        rows = [[f"forward-only, batch {item.get('batch_size')}", item.get("texts_per_s"),
+                 round(item["texts_per_s"] / forward, 3)] for item in need(run, "forward_only")]
+        encode = run.get("encode_path") or {}
+        rows.append([f"encode path in memory (tokenise, pad, copy, model, pool), batch {encode.get('batch_size')}",
+                     encode.get("texts_per_s"), round(encode["texts_per_s"] / forward, 3) if encode else None])
+        library = run.get("sentence_transformers") or {}
+        rows.append([f"sentence-transformers encode, batch {library.get('batch_size')}", library.get("texts_per_s"),
+                     run.get("sentence_transformers_over_forward_only")])
+        for item in need(run, "stage"):
+            commits = f", commits of {item['commit_texts']}" if "commit_texts" in item else ""
+            rows.append([f"stage fill, {item.get('writers')} writer(s){commits}", item.get("fill_chunks_per_s"),
+                         item.get("fill_over_forward_only")])
+            rows.append([f"stage with the vector graphs built ({item.get('index_seconds')} s of "
+                         f"{item.get('seconds')} s)", item.get("stage_chunks_per_s"),
+                         item.get("stage_over_forward_only")])
+        lines += table(["what", "texts/s", "/ forward-only (best of this run)"], rows)
+        agree = run.get("agreement") or {}
+        lines += [f"fp16 vectors against sentence-transformers float32 on the CPU, {cell(agree.get('texts'))} "
+                  f"texts: cosine min {cell(agree.get('cosine_min'))}, mean {cell(agree.get('cosine_mean'))}.", ""]
+        if run.get("run") == "run 3":
+            steady = forward
+    shipped = next((item for run in report["runs"] if run.get("run") == "run 1" for item in run["stage"]
+                    if item.get("writers") == 8), None)
+    if steady and shipped:
+        lines += [f"The shipped CUDA configuration (run 1, 8 writers) filled {cell(shipped['fill_chunks_per_s'])} "
+                  f"chunks/s: {round(shipped['fill_chunks_per_s'] / steady, 3)} of run 3's steady-state forward-only "
+                  f"rate ({cell(steady)} texts/s; another machine of the same kind). Goal: >= 0.5.", ""]
+    return lines
+
+
 def render_bench_serve(report: dict[str, Any]) -> list[str]:
     """benchmarks/serve.py: concurrent clients against `medrag serve`, and the CLI subprocess path."""
     machine = report.get("machine") or {}
@@ -265,6 +304,9 @@ KINDS = (
          render_bench_search),
     Kind("bench_ingest.json", "Refresh benchmark",
          "python benchmarks/ingest.py --out docs/results/bench_ingest.json", render_bench_ingest),
+    Kind("bench_embed_gpu.json", "Embedding stage on a GPU",
+         "python benchmarks/embed_gpu.py --chunks FILE --out docs/results/bench_embed_gpu.json (one run; see "
+         "docs/evaluation.md)", render_bench_embed_gpu),
     Kind("bench_codes.json", "Code finder benchmark",
          "python benchmarks/codes.py; cp benchmarks/results/codes.json docs/results/bench_codes.json",
          render_bench_codes),

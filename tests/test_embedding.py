@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -44,19 +45,27 @@ def ncd_passages(cms_dir: Path) -> list[tuple[str | None, str]]:
 
 @pytest.fixture(scope="module")
 def embedder() -> DocumentEmbedder:
-    """The real all-MiniLM-L6-v2 through sentence-transformers (the reference the ONNX backends are held to)."""
+    """The real all-MiniLM-L6-v2 on torch (float32 on the CPU), the backend held to sentence-transformers here."""
     return DocumentEmbedder(load_settings().embedding_model, backend=BACKEND_TORCH, device="cpu")
 
 
-def _reference_vectors(embedder: DocumentEmbedder, texts: list[str]) -> np.ndarray:
+@pytest.fixture(scope="module")
+def sentence_transformer() -> Any:
+    """The model as sentence-transformers loads it: the reference every backend is held to."""
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(load_settings().embedding_model, device="cpu")
+
+
+def _reference_vectors(model: Any, texts: list[str]) -> np.ndarray:
     """SentenceTransformer.encode called directly: none of DocumentEmbedder's ordering or the database involved."""
-    return embedder.model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    return model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
 
 
 @pytest.fixture(scope="module")
-def reference_vectors(embedder: DocumentEmbedder, ncd_passages: list[tuple[str | None, str]]) -> np.ndarray:
+def reference_vectors(sentence_transformer: Any, ncd_passages: list[tuple[str | None, str]]) -> np.ndarray:
     """The model's vectors for the 50 embedded texts, in passage order."""
-    return _reference_vectors(embedder, [_embedded_text(heading, body) for heading, body in ncd_passages])
+    return _reference_vectors(sentence_transformer, [_embedded_text(heading, body) for heading, body in ncd_passages])
 
 
 def _new_document(engine: Engine, label: str) -> int:
@@ -155,6 +164,7 @@ def test_changed_text_is_embedded_again_and_each_new_text_only_once(
     engine: Engine,
     ncd_passages: list[tuple[str | None, str]],
     embedder: DocumentEmbedder,
+    sentence_transformer: Any,
     reference_vectors: np.ndarray,
     first_release: tuple[list[int], EmbedStats],
 ) -> None:
@@ -175,7 +185,7 @@ def test_changed_text_is_embedded_again_and_each_new_text_only_once(
     # 50 distinct texts now (passage 3's old text is gone, its revision is new), 49 of them embedded before
     assert lines[-1].startswith(f"embed: {CHUNK_COUNT}/{CHUNK_COUNT} chunks (100%)"), lines
     revised_vector, twin_vector = _vectors(engine, [chunk_ids[3], twin])
-    [expected] = _reference_vectors(embedder, [_embedded_text(heading, revised)])
+    [expected] = _reference_vectors(sentence_transformer, [_embedded_text(heading, revised)])
     np.testing.assert_allclose(revised_vector, expected, atol=1e-5)
     np.testing.assert_array_equal(twin_vector, revised_vector)
     assert float(np.dot(revised_vector, reference_vectors[3])) < 0.9999
@@ -183,7 +193,7 @@ def test_changed_text_is_embedded_again_and_each_new_text_only_once(
 
 def test_a_chunk_with_embedding_text_is_embedded_from_it(
     engine: Engine, ncd_passages: list[tuple[str | None, str]], embedder: DocumentEmbedder,
-    first_release: tuple[list[int], EmbedStats],
+    sentence_transformer: Any, first_release: tuple[list[int], EmbedStats],
 ) -> None:
     heading, body = ncd_passages[5]
     item_words = "Continuous positive airway pressure (cpap) device"
@@ -194,7 +204,7 @@ def test_a_chunk_with_embedding_text_is_embedded_from_it(
     stats = embed_pending(engine, embedder)
     assert (stats.reused, stats.embedded) == (0, 1)
     [vector] = _vectors(engine, [chunk_id])
-    [expected] = _reference_vectors(embedder, [item_words])
+    [expected] = _reference_vectors(sentence_transformer, [item_words])
     np.testing.assert_allclose(vector, expected, atol=1e-5)
 
 
@@ -216,6 +226,29 @@ def test_shards_split_the_pending_texts_between_workers(
     assert [by_shard.get(shard, 0) for shard in range(3)] == [part.embedded for part in parts]
     with pytest.raises(EmbeddingError, match="shard 3"):
         embed_pending(engine, embedder, shard=3, shards=3)
+
+
+def test_writes_in_parallel_fill_every_chunk_once_with_the_same_vectors(
+    engine: Engine, ncd_passages: list[tuple[str | None, str]], embedder: DocumentEmbedder,
+    first_release: tuple[list[int], EmbedStats],
+) -> None:
+    """Three writers at once, a commit every 2 texts: every pending chunk filled, as one writer fills it."""
+    changed = [(heading, body + " (writers test)") for heading, body in ncd_passages[20:31]]
+    chunk_ids = _insert_chunks(engine, _new_document(engine, "2026Q2"), changed)
+    stats = embed_pending(engine, embedder, batch_size=5, commit_texts=2, writers=3)
+    assert (stats.reused, stats.embedded) == (0, len(changed))
+    expected = embedder.encode([_embedded_text(heading, body) for heading, body in changed])
+    for vector, reference in zip(_vectors(engine, chunk_ids), expected, strict=True):
+        np.testing.assert_allclose(vector, reference, atol=1e-6)
+
+
+def test_vectors_made_in_fp16_on_a_gpu_are_kept_apart_from_cpu_ones() -> None:
+    """The identity names the device's rounding, so a GPU-built corpus is re-embedded by a CPU torch run."""
+    model = load_settings().embedding_model
+    on_gpu = DocumentEmbedder(model, backend=BACKEND_TORCH, device="cuda")
+    on_cpu = DocumentEmbedder(model, backend=BACKEND_TORCH, device="cpu")
+    assert (on_gpu.identity.export_format, on_cpu.identity.export_format) == ("cuda-fp16", "")
+    assert on_gpu.batch_size > on_cpu.batch_size == 64 and not on_gpu.is_loaded
 
 
 def test_a_missing_model_folder_is_a_user_error(tmp_path: Path) -> None:

@@ -32,7 +32,8 @@ SERVER_CONFIG = {
     "work_mem": "'32MB'",
     "max_wal_size": "'4GB'",
     "checkpoint_timeout": "'15min'",
-    "max_parallel_maintenance_workers": "2",
+    # HNSW graph builds run on this many workers: half the cores (at least 2), the rest left to the model
+    "max_parallel_maintenance_workers": str(max(2, (os.cpu_count() or 2) // 2)),
     "timezone": "'UTC'",
     "log_min_messages": "warning",
 }

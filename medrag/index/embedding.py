@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import functools
 import os
+import queue
 import re
 import tempfile
 import threading
@@ -14,7 +16,7 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -24,20 +26,18 @@ from medrag.core.config import Settings
 from medrag.core.db import libpq_url
 from medrag.core.errors import MedragError
 from medrag.core.progress import Tracker, track
+from medrag.index.encoder import BatchEncoder, UnsupportedModelError
 from medrag.index.onnx_model import (
     BACKEND_ONNX_INT8,
     BACKEND_TORCH,
     DEFAULT_BACKEND,
     EXPORT_FORMAT,
     OnnxEncoder,
-    OnnxModelError,
     check_backend,
     export_onnx,
     model_content_digest,
 )
-
-if TYPE_CHECKING:
-    from sentence_transformers import SentenceTransformer
+from medrag.index.torch_model import CUDA_BATCH_TEXTS, TorchEncoder
 
 # The text a chunk's vector is computed from, as SQL over the chunk table; the one place it is defined, so the
 # indexing stage, any re-check and the query side all agree on what a chunk "says": its embedding_text when the
@@ -124,6 +124,14 @@ SELECT atttypmod FROM pg_attribute WHERE attrelid = 'chunk'::regclass AND attnam
 # texts, int8, 2 cores). Vectors are written and committed every COMMIT_TEXTS, so a killed run loses little.
 WINDOW_TEXTS = 4096
 COMMIT_TEXTS = 1024
+# Texts per model call on a CPU: the batch the ONNX stage's rates were measured with (benchmarks/ingest.py).
+CPU_BATCH_TEXTS = 64
+# Writes in flight at once on a GPU, where the database, not the model, sets the pace: one connection's COPY +
+# UPDATE filled 4,461 chunks/s, 4 filled 9,942, 8 filled 13,554 (an H200 with 16 cores; 16 writers were no faster
+# than 8 in another run). The rows of different writes never overlap. See docs/results/bench_embed_gpu.json.
+CUDA_WRITERS = 8
+# The export_format recorded for vectors torch made in fp16 on a GPU.
+TORCH_CUDA_FORMAT = "cuda-fp16"
 # A source's vector graph is dropped and built again after the fill when the fill at least doubles it and adds
 # this many rows: one CREATE INDEX (parallel, in maintenance_work_mem) costs a fraction of row-by-row inserts
 # (10,000 ICD-10-CM vectors: 18.6 s inserted one by one into the m=24 graph, 5.3 s built at once), and the inserts
@@ -161,19 +169,19 @@ class ModelIdentity:
 class DocumentEmbedder:
     """The embedding model for indexing: loaded on first use, batched by length, unit-length float32 vectors.
 
-    backend "onnx-int8" / "onnx" run the model's ONNX export through onnxruntime on every core; "torch" runs
-    sentence-transformers (on CUDA when there is one).
+    backend "onnx-int8" / "onnx" run the model's ONNX export through onnxruntime on every core; "torch" runs the
+    transformer through torch (fp16 on CUDA when there is one, in batches of CUDA_BATCH_TEXTS).
     """
 
     def __init__(self, model_path: str, *, backend: str = DEFAULT_BACKEND, cache_dir: str | Path | None = None,
-                 device: str | None = None, batch_size: int = 64) -> None:
+                 device: str | None = None, batch_size: int | None = None) -> None:
         check_backend(backend, EmbeddingError)
         self.model_path = str(model_path)
         self.backend = backend
         self.cache_dir = Path(cache_dir) if cache_dir is not None else Path(tempfile.gettempdir()) / "medrag-models"
-        self.batch_size = batch_size
+        self._batch_size = batch_size
         self._device = device
-        self._model: SentenceTransformer | OnnxEncoder | None = None
+        self._model: BatchEncoder | None = None
         self._loading = threading.Lock()  # shards of one flow share this embedder: the model loads once
 
     @classmethod
@@ -197,7 +205,14 @@ class DocumentEmbedder:
             self._device = "cuda" if torch.cuda.is_available() else "cpu"
         return self._device
 
-    def load(self) -> SentenceTransformer | OnnxEncoder:
+    @property
+    def batch_size(self) -> int:
+        """Texts per model call: the one given, else large on a GPU (it idles on small ones), else 64."""
+        if self._batch_size is not None:
+            return self._batch_size
+        return CUDA_BATCH_TEXTS if self.device == "cuda" else CPU_BATCH_TEXTS
+
+    def load(self) -> BatchEncoder:
         """Load the model from model_path now (once), without touching the network, and return it."""
         with self._loading:
             if self._model is None:
@@ -215,41 +230,29 @@ class DocumentEmbedder:
     def _load_onnx(self) -> OnnxEncoder:
         try:
             onnx_path = export_onnx(self.model_path, self.cache_dir, int8=self.backend == BACKEND_ONNX_INT8)
-        except (OnnxModelError, OSError) as error:  # an unsupported pipeline, or a cache folder it cannot write
+        except (UnsupportedModelError, OSError) as error:  # an unsupported pipeline, or a cache it cannot write
             reason = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise EmbeddingError(f"no ONNX export of the embedding model ({reason}); "
                                  "set MEDRAG_EMBEDDING_BACKEND=torch") from error
         return OnnxEncoder(self.model_path, onnx_path, threads=os.cpu_count())
 
-    def _load_torch(self) -> SentenceTransformer:
-        # Must be set before huggingface_hub is imported: it reads the variable once, at import.
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as transformers_logging
-
-        transformers_logging.disable_progress_bar()  # a "Loading weights" bar would land in the stage's output
+    def _load_torch(self) -> TorchEncoder:
         try:
-            model = SentenceTransformer(self.model_path, device=self.device)
-        except OSError as error:  # an incomplete folder; offline, a hub name cannot be fetched
-            raise EmbeddingError(
-                f"cannot load the embedding model {self.model_path!r} ({error}); set MEDRAG_EMBEDDING_MODEL"
-            ) from error
-        if self.device == "cuda":
-            model.half()  # fp16 on a GPU: twice the rate, and the vectors are normalised float32 in the end
-        return model
+            return TorchEncoder(self.model_path, device=self.device)
+        except (UnsupportedModelError, OSError) as error:  # an incomplete folder; offline, a hub name cannot load
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise EmbeddingError(f"cannot load the embedding model {self.model_path!r} ({reason}); "
+                                 "set MEDRAG_EMBEDDING_MODEL") from error
 
     @property
-    def model(self) -> SentenceTransformer | OnnxEncoder:
+    def model(self) -> BatchEncoder:
         """The model, loaded on first access."""
         return self.load()
 
     @property
     def dimension(self) -> int:
         """Length of the vectors this model produces."""
-        model = self.model
-        if isinstance(model, OnnxEncoder):
-            return model.dimension
-        return int(model.get_embedding_dimension())
+        return self.model.dimension
 
     @functools.cached_property
     def identity(self) -> ModelIdentity:
@@ -257,29 +260,18 @@ class DocumentEmbedder:
         folder = self._folder()
         # a packaged model sits in a folder called "model" inside its package: the package names it
         name = folder.parent.name if folder.name == "model" else folder.name
+        if self.backend != BACKEND_TORCH:
+            export_format = EXPORT_FORMAT
+        else:  # fp16 on a GPU rounds differently from float32 on a CPU: its vectors are its own
+            export_format = TORCH_CUDA_FORMAT if self.device == "cuda" else ""
         return ModelIdentity(name=name, digest=model_content_digest(folder), backend=self.backend,
-                             export_format="" if self.backend == BACKEND_TORCH else EXPORT_FORMAT)
+                             export_format=export_format)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Vectors for texts, in their order: float32, L2-normalised, one row per text."""
         if not texts:
             return np.empty((0, self.dimension), dtype=np.float32)
-        model = self.model
-        if isinstance(model, OnnxEncoder):
-            return model.encode(texts, batch_size=self.batch_size)
-        # Longest first, so each batch holds texts of similar length and pads little; the result is put back
-        # in the caller's order below.
-        order = sorted(range(len(texts)), key=lambda index: len(texts[index]), reverse=True)
-        vectors = model.encode(
-            [texts[index] for index in order],
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        restored = np.empty(vectors.shape, dtype=np.float32)
-        restored[order] = vectors
-        return restored
+        return self.model.encode(texts, batch_size=self.batch_size)
 
 
 @dataclass(frozen=True)
@@ -312,12 +304,16 @@ def _reuse_embedded(conn: psycopg.Connection[Any], scope: dict[str, Any]) -> int
         return conn.execute(_REUSE_BY_CONTENT_HASH.format(in_scope=_in_scope("pending.")), scope).rowcount
 
 
-def _timed_write(conn: psycopg.Connection[Any], hashes: list[str], vectors: np.ndarray, model_id: int,
-                 seconds: list[float]) -> int:
-    started = time.perf_counter()
-    written = _write_batch(conn, hashes, vectors, model_id)
-    seconds.append(time.perf_counter() - started)
-    return written
+def _timed_write(connections: queue.SimpleQueue[psycopg.Connection[Any]], hashes: list[str], vectors: np.ndarray,
+                 model_id: int, seconds: list[float]) -> int:
+    conn = connections.get()  # a free writer connection: as many writes run at once as there are connections
+    try:
+        started = time.perf_counter()
+        written = _write_batch(conn, hashes, vectors, model_id)
+        seconds.append(time.perf_counter() - started)
+        return written
+    finally:
+        connections.put(conn)
 
 
 def _write_batch(conn: psycopg.Connection[Any], hashes: list[str], vectors: np.ndarray, model_id: int) -> int:
@@ -339,12 +335,16 @@ def embed_pending(
     shard: int = 0,
     shards: int | None = None,
     label: str = "embed",
+    commit_texts: int = COMMIT_TEXTS,
+    writers: int | None = None,
 ) -> EmbedStats:
     """Give every chunk without a vector of this model one: reuse by content_hash first, then encode each new text once.
 
-    Texts are read in windows of `batch_size` (keyset on content_hash), each written and committed on its own, so
-    a run killed midway keeps what it wrote and the next run does only the rest. With `shards`, only the texts of
-    shard number `shard` (0-based): that many workers can run at once.
+    Texts are read in windows of `batch_size` (keyset on content_hash), their vectors written and committed
+    `commit_texts` at a time, so a run killed midway keeps what it wrote and the next run does only the rest. With
+    `shards`, only the texts of shard number `shard` (0-based): that many workers can run at once. `writers`
+    writes run at once (default: one on a CPU, where the model needs the cores; CUDA_WRITERS on a GPU, which
+    outruns one writer).
     """
     if shards is not None and not 0 <= shard < shards:
         raise EmbeddingError(f"shard {shard} is not one of 0..{shards - 1}")
@@ -352,17 +352,25 @@ def embed_pending(
     from pgvector.psycopg import register_vector
 
     # Private connections: registering pgvector's binary adapters on a pooled one would change what every later
-    # user of that pooled connection gets back for vector columns. Two of them: window N's vectors are written on
-    # `writer` while window N+1 is encoded here, so the stage runs close to the model's bare rate.
+    # user of that pooled connection gets back for vector columns. Vectors are written on their own connections
+    # while the next texts are read and tokenised on `reader` and encoded here, so the stage runs close to the
+    # model's bare rate.
     url = libpq_url(engine.url.render_as_string(hide_password=False))
+    writers = writers or (CUDA_WRITERS if embedder.device == "cuda" else 1)
     seconds_encode = seconds_index = 0.0
     write_seconds: list[float] = []
     embedded = 0
-    with (psycopg.connect(url, autocommit=True) as conn, psycopg.connect(url, autocommit=True) as writer,
-          ThreadPoolExecutor(max_workers=1, thread_name_prefix="medrag-embed-write") as background):
+    free_writers: queue.SimpleQueue[psycopg.Connection[Any]] = queue.SimpleQueue()
+    with (psycopg.connect(url, autocommit=True) as conn, psycopg.connect(url, autocommit=True) as reader,
+          contextlib.ExitStack() as writer_connections,
+          ThreadPoolExecutor(max_workers=writers, thread_name_prefix="medrag-embed-write") as background,
+          ThreadPoolExecutor(max_workers=1, thread_name_prefix="medrag-embed-read") as prefetch):
         try:
             register_vector(conn)
-            register_vector(writer)
+            for _ in range(writers):
+                writer = writer_connections.enter_context(psycopg.connect(url, autocommit=True))
+                register_vector(writer)
+                free_writers.put(writer)
         except psycopg.ProgrammingError as error:
             raise EmbeddingError(f"the database has no pgvector type ({error}); run `medrag db migrate`") from error
         identity = embedder.identity
@@ -381,22 +389,32 @@ def embed_pending(
             reused = _reuse_embedded(conn, scope)
             total_texts, pending_texts = conn.execute(_COUNT_TEXTS, scope).fetchone()
             tracker = track(label, total=total_texts, unit="chunks", done=total_texts - pending_texts)
-            after_hash = ""
-            writing: Future[int] | None = None
-            while rows := conn.execute(_SELECT_PENDING_TEXTS, {**scope, "after": after_hash, "limit": batch_size}
-                                       ).fetchall():
-                hashes = [content_hash for content_hash, _ in rows]
+
+            def read_window(after_hash: str) -> tuple[list[str], list[Any]]:
+                """The next window's hashes and word pieces, read and tokenised while the model runs."""
+                rows = reader.execute(_SELECT_PENDING_TEXTS, {**scope, "after": after_hash, "limit": batch_size}
+                                      ).fetchall()
+                if not rows:  # all reused: the model is never loaded
+                    return [], []
+                return [content_hash for content_hash, _ in rows], embedder.model.tokenize([text for _, text in rows])
+
+            writing: collections.deque[Future[int]] = collections.deque()
+            reading = prefetch.submit(read_window, "")
+            while (window := reading.result())[0]:
+                hashes, encodings = window
+                # keyset paging: rows being written have hashes <= this, never re-read
+                reading = prefetch.submit(read_window, hashes[-1])
                 started = time.perf_counter()
-                for part, vectors in _encode_window(embedder, [text for _, text in rows], tracker):
+                parts = _encode_window(embedder.model, encodings, embedder.batch_size, tracker, commit_texts)
+                for part, vectors in parts:
                     seconds_encode += time.perf_counter() - started
-                    if writing is not None:
-                        embedded += writing.result()  # one write in flight at a time; its error surfaces here
-                    writing = background.submit(_timed_write, writer, [hashes[row] for row in part], vectors,
-                                                scope["model"], write_seconds)
+                    if len(writing) >= writers:
+                        embedded += writing.popleft().result()  # `writers` writes in flight; an error surfaces here
+                    writing.append(background.submit(_timed_write, free_writers, [hashes[row] for row in part],
+                                                     vectors, scope["model"], write_seconds))
                     started = time.perf_counter()
-                after_hash = hashes[-1]  # keyset paging: rows being written have hashes <= this, never re-read
-            if writing is not None:
-                embedded += writing.result()
+            while writing:
+                embedded += writing.popleft().result()
             tracker.close()
         except Exception:
             # Put the graphs back if the database still answers; if not, the next stage does (their definitions
@@ -421,23 +439,16 @@ def embed_pending(
     )
 
 
-def _encode_window(embedder: DocumentEmbedder, texts: list[str],
-                   tracker: Tracker) -> Iterator[tuple[list[int], np.ndarray]]:
-    """A window's vectors as they are made, about COMMIT_TEXTS at a time: (the texts' positions, their vectors)."""
-    model = embedder.model
-    if not isinstance(model, OnnxEncoder):
-        for start in range(0, len(texts), COMMIT_TEXTS):
-            part = list(range(start, min(start + COMMIT_TEXTS, len(texts))))
-            yield part, embedder.encode([texts[row] for row in part])
-            tracker.advance(len(part))
-        return
+def _encode_window(model: BatchEncoder, encodings: list[Any], batch_size: int, tracker: Tracker,
+                   commit_texts: int) -> Iterator[tuple[list[int], np.ndarray]]:
+    """A window's vectors as they are made, about commit_texts at a time: (the texts' positions, their vectors)."""
     rows: list[int] = []
     vectors: list[np.ndarray] = []
-    for batch in model.batches(model.tokenize(texts), embedder.batch_size):
-        rows += batch.rows
-        vectors.append(model.run(batch))
-        tracker.advance(len(batch.rows))
-        if len(rows) >= COMMIT_TEXTS:
+    for batch_rows, batch_vectors in model.run_all(model.batches(encodings, batch_size)):
+        rows += batch_rows
+        vectors.append(batch_vectors)
+        tracker.advance(len(batch_rows))
+        if len(rows) >= commit_texts:
             yield rows, np.concatenate(vectors)
             rows, vectors = [], []
     if rows:

@@ -8,15 +8,12 @@ sentence-transformers are imported only to make the export, never to run it.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import re
 import tempfile
 import threading
 import warnings
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,10 +21,10 @@ import numpy as np
 
 from medrag.core.config import DEFAULT_EMBEDDING_BACKEND, EMBEDDING_BACKENDS
 from medrag.core.errors import MedragError
+from medrag.index.encoder import BatchEncoder, TokenBatch, UnsupportedModelError, l2_normalize, mean_pool, read_pipeline
 
 if TYPE_CHECKING:
     import onnxruntime
-    from tokenizers import Encoding, Tokenizer
 
 ONNX_INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 ONNX_OUTPUT_NAME = "token_embeddings"
@@ -49,7 +46,7 @@ BACKENDS = EMBEDDING_BACKENDS
 DEFAULT_BACKEND = DEFAULT_EMBEDDING_BACKEND
 
 
-class OnnxModelError(MedragError):
+class OnnxModelError(UnsupportedModelError):
     """The model cannot be run through ONNX (unsupported pipeline, or the export failed)."""
 
 
@@ -57,39 +54,6 @@ def check_backend(backend: str, error: type[MedragError]) -> None:
     """Raise `error` naming the choices when backend is not one of BACKENDS."""
     if backend not in BACKENDS:
         raise error(f"unknown embedding backend {backend!r}: choose one of {', '.join(BACKENDS)}")
-
-
-@dataclass(frozen=True)
-class ModelPipeline:
-    """What the sentence-transformers pipeline of a model does after the transformer, read from its config files."""
-
-    max_seq_length: int
-    lower_case: bool
-
-
-def read_pipeline(model_path: str | Path) -> ModelPipeline:
-    """Check that the model is Transformer -> mean Pooling (-> Normalize), the only pipeline this path reproduces."""
-    folder = Path(model_path)
-    try:
-        modules = json.loads((folder / "modules.json").read_text())
-        st_config = json.loads((folder / "sentence_bert_config.json").read_text())
-    except (OSError, ValueError) as error:
-        raise OnnxModelError(f"{folder} is not a sentence-transformers model folder: {error}") from error
-    kinds = [module["type"].rsplit(".", 1)[-1] for module in modules]
-    if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
-        raise OnnxModelError(f"unsupported sentence-transformers pipeline {kinds} in {folder}")
-    pooling_path = folder / modules[1]["path"] / "config.json"
-    try:
-        pooling = json.loads(pooling_path.read_text())
-    except (OSError, ValueError) as error:
-        raise OnnxModelError(f"cannot read the pooling config {pooling_path}: {error}") from error
-    modes = sorted(key for key, enabled in pooling.items() if key.startswith("pooling_mode") and enabled)
-    if modes != ["pooling_mode_mean_tokens"]:
-        raise OnnxModelError(f"only mean pooling is supported, {pooling_path} asks for {modes}")
-    return ModelPipeline(
-        max_seq_length=int(st_config["max_seq_length"]),
-        lower_case=bool(st_config.get("do_lower_case")),
-    )
 
 
 def model_fingerprint(model_path: str | Path) -> str:
@@ -236,79 +200,15 @@ def open_session(onnx_path: Path, *, threads: int | None = None) -> onnxruntime.
     return onnxruntime.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
 
 
-def load_tokenizer(model_path: Path, max_seq_length: int) -> Tokenizer:
-    """The model's fast tokenizer, cutting at max_seq_length word pieces and padding nothing (batches pad)."""
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(model_path / "tokenizer.json"))
-    # tokenizer.json ships its own truncation (128) and fixed padding; sentence-transformers cuts at
-    # max_seq_length word pieces, special tokens included, and pads each batch to its longest text.
-    tokenizer.enable_truncation(max_length=max_seq_length)
-    tokenizer.no_padding()
-    return tokenizer
-
-
-def mean_pool(token_embeddings: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-    """Average of the token vectors the attention mask keeps, as sentence-transformers' mean Pooling does."""
-    weights = attention_mask[..., None].astype(token_embeddings.dtype)
-    summed = (token_embeddings * weights).sum(axis=1)
-    return summed / np.clip(weights.sum(axis=1), 1e-9, None)
-
-
-def l2_normalize(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length, as sentence-transformers' Normalize (torch's F.normalize, eps 1e-12) does."""
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.clip(norms, 1e-12, None)
-
-
-@dataclass(frozen=True)
-class TokenBatch:
-    """Texts tokenised and padded to the longest of them: the model's inputs, and where each row came from."""
-
-    rows: list[int]
-    feed: dict[str, np.ndarray]
-
-
-class OnnxEncoder:
+class OnnxEncoder(BatchEncoder):
     """The model as an onnxruntime session: texts in, unit-length float32 vectors out, in length-sorted batches."""
 
     def __init__(self, model_path: str | Path, onnx_path: Path, *, threads: int | None = None) -> None:
-        self.model_path = Path(model_path)
-        self.pipeline = read_pipeline(self.model_path)
-        self.tokenizer = load_tokenizer(self.model_path, self.pipeline.max_seq_length)
+        super().__init__(model_path)
         self.session = open_session(onnx_path, threads=threads)
         self.dimension = int(self.session.get_outputs()[0].shape[-1])
-
-    def tokenize(self, texts: list[str]) -> list[Encoding]:
-        """Word pieces of each text, cut at the model's maximum length (the tokenizer runs in parallel)."""
-        if self.pipeline.lower_case:
-            texts = [text.lower() for text in texts]
-        return self.tokenizer.encode_batch(texts, add_special_tokens=True)
-
-    def batches(self, encodings: list[Encoding], batch_size: int) -> Iterator[TokenBatch]:
-        """Padded batches of similar length (shortest first), so a batch pads little."""
-        order = sorted(range(len(encodings)), key=lambda index: len(encodings[index].ids))
-        for start in range(0, len(order), batch_size):
-            rows = order[start:start + batch_size]
-            width = max(len(encodings[row].ids) for row in rows)
-            ids = np.zeros((len(rows), width), dtype=np.int64)
-            mask = np.zeros_like(ids)
-            types = np.zeros_like(ids)
-            for position, row in enumerate(rows):
-                encoding = encodings[row]
-                ids[position, :len(encoding.ids)] = encoding.ids
-                mask[position, :len(encoding.ids)] = encoding.attention_mask
-                types[position, :len(encoding.ids)] = encoding.type_ids
-            yield TokenBatch(rows, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})
 
     def run(self, batch: TokenBatch) -> np.ndarray:
         """The model on one padded batch: mean-pooled, unit-length vectors in the batch's row order."""
         token_embeddings = self.session.run([ONNX_OUTPUT_NAME], batch.feed)[0]
         return l2_normalize(mean_pool(token_embeddings, batch.feed["attention_mask"])).astype(np.float32)
-
-    def encode(self, texts: list[str], *, batch_size: int = 64) -> np.ndarray:
-        """Vectors for texts, in their order: float32, L2-normalised, one row per text."""
-        vectors = np.empty((len(texts), self.dimension), dtype=np.float32)
-        for batch in self.batches(self.tokenize(texts), batch_size):
-            vectors[batch.rows] = self.run(batch)
-        return vectors

@@ -1,0 +1,36 @@
+"""The model's own rates, the yardsticks of the embedding stage: bare batches in a loop, and the library's encode."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from medrag.index.embedding import DocumentEmbedder
+
+BARE_BATCH = 64
+
+
+def bare_rate(embedder: DocumentEmbedder, texts: list[str]) -> float:
+    """Texts/s of the model alone: pre-tokenised, length-sorted batches in a tight loop."""
+    model = embedder.model
+    batches = list(model.batches(model.tokenize(texts), BARE_BATCH))
+    started = time.perf_counter()
+    for batch in batches:
+        model.run(batch)
+    return len(texts) / (time.perf_counter() - started)
+
+
+def sentence_transformers_rate(model_path: str, texts: list[str], device: str = "cpu",
+                               batch_size: int = BARE_BATCH) -> float:
+    """Texts/s of sentence-transformers' own encode (length-sorted texts): the first release's embedding stage."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(model_path, device=device)
+    if device == "cuda":
+        model.half()
+    ordered = sorted(texts, key=len)
+    started = time.perf_counter()
+    model.encode(ordered, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
+                 show_progress_bar=False)
+    return len(texts) / (time.perf_counter() - started)
