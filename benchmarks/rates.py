@@ -11,9 +11,9 @@ BARE_BATCH = 64
 
 
 def bare_rate(embedder: DocumentEmbedder, texts: list[str]) -> float:
-    """Texts/s of the model alone: pre-tokenised, length-sorted batches in a tight loop."""
+    """Texts/s of the model alone: pre-tokenised, length-sorted batches of the stage's size in a tight loop."""
     model = embedder.model
-    batches = list(model.batches(model.tokenize(texts), BARE_BATCH))
+    batches = list(model.batches(model.tokenize(texts), embedder.batch_size))
     started = time.perf_counter()
     for batch in batches:
         model.run(batch)

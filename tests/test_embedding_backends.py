@@ -73,6 +73,21 @@ def test_backend_vectors_equal_the_sentence_transformers_ones(
     assert cosines.min() >= minimum and cosines.mean() >= mean, (backend, cosines.min(), cosines.mean())
 
 
+def test_an_int8_vector_does_not_depend_on_the_texts_beside_it(ncd_sentences: list[str], cache_dir: Path) -> None:
+    """One text per int8 call: a chunk gets the vector it gets alone, as its question does."""
+    int8 = _embedder(BACKEND_ONNX_INT8, cache_dir)
+    texts = ncd_sentences[:40]
+    together = int8.encode(texts)
+    alone = np.stack([int8.encode([text])[0] for text in texts[::7]])
+    np.testing.assert_allclose(together[::7], alone, atol=1e-6)
+    assert int8.identity.export_format.endswith("/batch-1")
+    # batches of 64, as before, share one activation scale: the same text comes out differently
+    batched = DocumentEmbedder(load_settings().embedding_model, backend=BACKEND_ONNX_INT8, cache_dir=cache_dir,
+                               batch_size=64)
+    assert not np.allclose(batched.encode(texts)[::7], alone, atol=1e-4)
+    assert batched.identity != int8.identity
+
+
 def _insert(engine: Engine, label: str, texts: list[str]) -> list[int]:
     with engine.begin() as conn:
         release = conn.execute(text("INSERT INTO release (source, label) VALUES ('mcd', :l) RETURNING id"),

@@ -126,6 +126,13 @@ WINDOW_TEXTS = 4096
 COMMIT_TEXTS = 1024
 # Texts per model call on a CPU: the batch the ONNX stage's rates were measured with (benchmarks/ingest.py).
 CPU_BATCH_TEXTS = 64
+# int8 quantises a batch's activations with one scale, so a text's int8 vector depended on the texts batched with
+# it (the same chunks in other batches: cosine 0.990 to 0.999). One text per call makes each vector its own, the
+# same as its question's (queries are embedded one at a time). On a make-run corpus re-embedded so, every
+# evaluation figure was equal or better than with batches of 64. Nothing is padded, which pays for the calls: a
+# first refresh's stage ran at 111.9 chunks/s (bare model 125.5/s), against 100.9 (115.1) with batches of 64 in
+# an earlier run on the same kind of 2-core machine (docs/results/bench_ingest.json).
+INT8_BATCH_TEXTS = 1
 # Writes in flight at once on a GPU, where the database, not the model, sets the pace: one connection's COPY +
 # UPDATE filled 4,461 chunks/s, 4 filled 9,942, 8 filled 13,554 (an H200 with 16 cores; 16 writers were no faster
 # than 8 in another run). The rows of different writes never overlap. See docs/results/bench_embed_gpu.json.
@@ -207,9 +214,11 @@ class DocumentEmbedder:
 
     @property
     def batch_size(self) -> int:
-        """Texts per model call: the one given, else large on a GPU (it idles on small ones), else 64."""
+        """Texts per model call: the one given, else one for int8 (a vector of its own), large on a GPU, else 64."""
         if self._batch_size is not None:
             return self._batch_size
+        if self.backend == BACKEND_ONNX_INT8:
+            return INT8_BATCH_TEXTS
         return CUDA_BATCH_TEXTS if self.device == "cuda" else CPU_BATCH_TEXTS
 
     def load(self) -> BatchEncoder:
@@ -260,7 +269,9 @@ class DocumentEmbedder:
         folder = self._folder()
         # a packaged model sits in a folder called "model" inside its package: the package names it
         name = folder.parent.name if folder.name == "model" else folder.name
-        if self.backend != BACKEND_TORCH:
+        if self.backend == BACKEND_ONNX_INT8:  # its vectors depend on the batch they were made in
+            export_format = f"{EXPORT_FORMAT}/batch-{self.batch_size}"
+        elif self.backend != BACKEND_TORCH:
             export_format = EXPORT_FORMAT
         else:  # fp16 on a GPU rounds differently from float32 on a CPU: its vectors are its own
             export_format = TORCH_CUDA_FORMAT if self.device == "cuda" else ""
