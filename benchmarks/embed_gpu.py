@@ -273,6 +273,8 @@ def main() -> None:
         return
     if not args.chunks:
         parser.error("--chunks or --write-chunks is required")
+    if not args.chunks.is_file():
+        parser.error(f"--chunks {args.chunks}: no such file (make one with --write-chunks)")
     with scratch_database("medrag_bench_embed_gpu") as url, reporting(LineSink()):
         report = measure(url, args)
     print_table(report)
