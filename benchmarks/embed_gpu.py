@@ -32,13 +32,13 @@ from typing import IO, Any
 
 import numpy as np
 import psycopg
-from rates import sentence_transformers_rate
+from rates import sentence_transformers_rate, stage_texts
 from scratch import scratch_database
 
 from medrag.core.config import load_settings
 from medrag.core.db import database_url, get_engine, libpq_url
 from medrag.core.progress import LineSink, reporting
-from medrag.index.embedding import EMBED_TEXT_SQL, WINDOW_TEXTS, DocumentEmbedder, embed_pending
+from medrag.index.embedding import WINDOW_TEXTS, DocumentEmbedder, embed_pending
 from medrag.index.onnx_model import BACKEND_TORCH
 from medrag.index.torch_model import TorchEncoder
 
@@ -58,13 +58,11 @@ def _open(path: Path, mode: str) -> IO[bytes]:
 
 def write_chunks(url: str, path: Path) -> int:
     """The chunk table without vectors, as COPY text, into path (.xz / .gz compressed by its suffix); rows written."""
-    rows = 0
     with psycopg.connect(libpq_url(url)) as conn, _open(path, "wb") as out, conn.cursor() as cursor:
         with cursor.copy(f"COPY (SELECT {CHUNK_COLUMNS} FROM chunk ORDER BY id) TO STDOUT") as copy:
             for block in copy:
                 out.write(block)
-        rows = conn.execute("SELECT count(*) FROM chunk").fetchone()[0]
-    return rows
+        return conn.execute("SELECT count(*) FROM chunk").fetchone()[0]
 
 
 def load_chunks(url: str, path: Path, limit: int | None = None) -> int:
@@ -82,13 +80,6 @@ def load_chunks(url: str, path: Path, limit: int | None = None) -> int:
         conn.commit()
         conn.execute("ANALYZE chunk")
         return conn.execute("SELECT count(*) FROM chunk").fetchone()[0]
-
-
-def stage_texts(url: str) -> list[str]:
-    """The texts the stage embeds: one per distinct content hash."""
-    with psycopg.connect(libpq_url(url)) as conn:
-        return [row[0] for row in conn.execute(
-            f"SELECT DISTINCT ON (content_hash) {EMBED_TEXT_SQL} FROM chunk ORDER BY content_hash")]
 
 
 def synchronize(encoder: TorchEncoder) -> None:
@@ -180,7 +171,7 @@ def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
     """The whole report (see the module's docstring)."""
     model_path = args.model or load_settings().embedding_model
     loaded = load_chunks(url, args.chunks, args.limit)
-    texts = stage_texts(url)
+    texts = stage_texts(get_engine(url=url))
     print(f"{loaded:,} chunks loaded, {len(texts):,} distinct texts", file=sys.stderr)
     report: dict[str, Any] = {"benchmark": "embed_gpu", "machine": platform.machine(), "cpus": os.cpu_count(),
                               "chunks": loaded, "texts": len(texts)}

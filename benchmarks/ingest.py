@@ -26,13 +26,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from rates import bare_rate, sentence_transformers_rate
+from rates import bare_rate, sentence_transformers_rate, stage_texts
 from scratch import scratch_database  # benchmarks/ is the script's folder, first on sys.path
 
 from medrag.core.config import load_settings, source_urls_for
 from medrag.core.db import get_engine
 from medrag.core.progress import LineSink, reporting
-from medrag.index.embedding import EMBED_TEXT_SQL, DocumentEmbedder, embed_pending
+from medrag.index.embedding import DocumentEmbedder, embed_pending
 from medrag.index.onnx_model import BACKENDS, DEFAULT_BACKEND
 from medrag.ingest.mirror import build_mirror
 from medrag.refresh import ordered_sources, refresh_source
@@ -87,9 +87,7 @@ def measure(url: str, scratch: Path, cms_dir: Path, sources: list[str], backend:
     first = refresh_all(settings, engine, sources, embedder)
     first_seconds = time.perf_counter() - started
 
-    with engine.connect() as conn:
-        texts = conn.exec_driver_sql(
-            f"SELECT DISTINCT ON (content_hash) {EMBED_TEXT_SQL} FROM chunk ORDER BY content_hash").scalars().all()
+    texts = stage_texts(engine)
     sample = random.Random(0).sample(list(texts), min(sample_size, len(texts)))
     bare = bare_rate(embedder, sample)
     torch_bare = sentence_transformers_rate(settings.embedding_model, sample)
@@ -116,7 +114,7 @@ def measure(url: str, scratch: Path, cms_dir: Path, sources: list[str], backend:
         "chunks_embedded": first["embedded"], "distinct_texts": len(texts),
         # the whole stage: reading, tokenising, encoding, writing (overlapped) and rebuilding the vector graphs
         "embed_stage_chunks_per_s": round(stage_rate, 1),
-        # the stage's time inside the encoder only (tokenising + the model, batch by batch)
+        # the stage's time inside the model only, batch by batch (the next window is read and tokenised meanwhile)
         "embed_stage_encode_chunks_per_s": round(model_rate, 1),
         "bare_sample_texts": len(sample), "bare_texts_per_s": round(bare, 1),
         "embed_stage_over_bare": round(stage_rate / bare, 3) if bare else None,

@@ -5,9 +5,18 @@ from __future__ import annotations
 import os
 import time
 
-from medrag.index.embedding import DocumentEmbedder
+from sqlalchemy import Engine
+
+from medrag.index.embedding import EMBED_TEXT_SQL, DocumentEmbedder
 
 BARE_BATCH = 64
+
+
+def stage_texts(engine: Engine) -> list[str]:
+    """The texts the embedding stage sends to the model: one per distinct content hash."""
+    with engine.connect() as conn:
+        return list(conn.exec_driver_sql(
+            f"SELECT DISTINCT ON (content_hash) {EMBED_TEXT_SQL} FROM chunk ORDER BY content_hash").scalars())
 
 
 def bare_rate(embedder: DocumentEmbedder, texts: list[str]) -> float:

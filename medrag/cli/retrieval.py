@@ -13,7 +13,7 @@ from medrag.retrieval.search import SOURCES, SearchFilters, embedding_text, sear
 
 
 def query_embedder():  # noqa: ANN201 - QueryEmbedder is imported lazily to keep `medrag --help` fast
-    """The fast query-time embedder (ONNX when exported, else sentence-transformers) for the configured model."""
+    """The fast query-time embedder (ONNX when exported, else torch) for the configured model."""
     from medrag.retrieval.query_embedding import QueryEmbedder
 
     return QueryEmbedder.for_settings(load_settings())

@@ -21,9 +21,10 @@ def _default_home() -> Path:
 
 
 # How chunk and query vectors are computed (medrag.index.onnx_model): the model's ONNX export quantised to int8,
-# the float export, or sentence-transformers on torch. The backend is recorded with every vector; changing it
-# re-embeds. int8 is the default for its speed (about twice the float export's rate on two cores); what it costs
-# in accuracy and evaluation figures is in docs/architecture.md#the-embedding-stage and docs/results.md.
+# the float export, or the transformer on torch (medrag.index.torch_model). The backend is recorded with every
+# vector; changing it re-embeds. int8 is the default for its speed (about twice the float export's rate on two
+# cores); what it costs in accuracy and evaluation figures is in docs/architecture.md#the-embedding-stage and
+# docs/results.md.
 EMBEDDING_BACKENDS = ("onnx-int8", "onnx", "torch")
 DEFAULT_EMBEDDING_BACKEND = "onnx-int8"
 

@@ -1,8 +1,8 @@
 """Query-time embedding without torch: the model's ONNX export (medrag.index.onnx_model) on one question.
 
-A CLI call that imports torch and loads the model through sentence-transformers pays seconds before its first
-vector; onnxruntime + tokenizers answer in a fraction of that with the same numbers. Nothing here imports torch or
-sentence_transformers unless the ONNX file has to be made (export_onnx) or cannot be used (the fallback).
+A CLI call that imports torch and loads the model through transformers pays seconds before its first vector;
+onnxruntime + tokenizers answer in a fraction of that with the same numbers. Nothing here imports torch unless the
+ONNX file has to be made (export_onnx) or cannot be used (the fallback).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class _OnnxBackend:
         return self.encoder.encode(texts, batch_size=32)
 
 
-class _SentenceTransformersBackend:
+class _TorchBackend:
     def __init__(self, model_path: Path) -> None:
         from medrag.index.embedding import DocumentEmbedder
 
@@ -72,7 +72,7 @@ def read_whole_words(model_path: str | Path) -> frozenset[str] | None:
 class QueryEmbedder:
     """Turns one question into the same unit vector the indexing model gives, cheaply enough for every CLI call."""
 
-    def __init__(self, backend: _OnnxBackend | _SentenceTransformersBackend, backend_name: str,
+    def __init__(self, backend: _OnnxBackend | _TorchBackend, backend_name: str,
                  model_path: Path | None = None) -> None:
         self._backend = backend
         self.backend = backend_name
@@ -95,7 +95,7 @@ class QueryEmbedder:
         """The embedder for model_path with the backend the chunks were embedded with (ONNX exported if missing).
 
         threads: onnxruntime threads per query (default: one per core). When the ONNX path cannot be used,
-        sentence-transformers (torch) gives the same float vectors, slower.
+        the torch backend gives the same float vectors, slower.
         """
         check_backend(backend, QueryEmbeddingError)
         model_path = Path(model_path)
@@ -108,9 +108,9 @@ class QueryEmbedder:
                 return cls(_OnnxBackend(OnnxEncoder(model_path, onnx_path, threads=threads)), backend, model_path)
             except Exception as error:  # any failure of the fast path still leaves a correct, slower one
                 reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-                log.warning("query embedding: no ONNX model (%s); using sentence-transformers, start-up is slower",
-                            reason)
-        return cls(_SentenceTransformersBackend(model_path), BACKEND_TORCH, model_path)
+                log.warning("query embedding: no ONNX model (%s); using torch (the model as sentence-transformers "
+                            "runs it), start-up is slower", reason)
+        return cls(_TorchBackend(model_path), BACKEND_TORCH, model_path)
 
     def knows_word(self, word: str) -> bool:
         """Is word one token of the model's own? A word it has to spell out in pieces may be a misspelling.
