@@ -87,7 +87,7 @@ def database_facts(engine: Any) -> dict[str, Any]:
             "SELECT source, label FROM release WHERE is_current AND source IN ('icd10cm', 'hcpcs') ORDER BY source"
         )).all()
         embedded = conn.execute(text(
-            "SELECT d.source, count(*) FILTER (WHERE c.embedding IS NOT NULL), count(*) FROM chunk c "
+            "SELECT d.source, count(v.chunk_id), count(*) FROM chunk c LEFT JOIN chunk_vector v ON v.chunk_id = c.id "
             "JOIN document d ON d.id = c.document_id WHERE d.is_current AND d.source IN ('icd10cm', 'hcpcs') "
             "GROUP BY d.source ORDER BY d.source"
         )).all()

@@ -145,8 +145,8 @@ def agreement(model_path: str, encoder: TorchEncoder, texts: list[str]) -> dict[
 def reset_vectors(url: str) -> None:
     """Every chunk without a vector again, as after a load (the next stage fills and indexes from nothing)."""
     with psycopg.connect(libpq_url(url), autocommit=True) as conn:
-        conn.execute("UPDATE chunk SET embedding = NULL, embedding_model_id = NULL")
-        conn.execute("VACUUM ANALYZE chunk")
+        conn.execute("TRUNCATE chunk_vector")
+        conn.execute("VACUUM ANALYZE chunk_vector")
 
 
 def run_stage(url: str, model_path: str, device: str, batch_size: int, writers: int,

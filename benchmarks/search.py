@@ -51,7 +51,7 @@ def real_corpus(url: str, questions: list[str], repeats: int) -> dict[str, objec
             embed_ms.append(result.timings_ms["embed"])
             sql_ms.append(result.timings_ms["sql"])
     with engine.connect() as conn:
-        chunks = conn.exec_driver_sql("SELECT count(*) FROM chunk WHERE embedding IS NOT NULL").scalar()
+        chunks = conn.exec_driver_sql("SELECT count(*) FROM chunk_vector").scalar()
     vectors = [(question, embedder.embed(question)) for question in questions]
     index = recall_and_latency(url, vectors, {}, "none")  # the vector leg against exact search, same questions
     return {"chunks_embedded": chunks, "embed": pct(embed_ms), "sql": pct(sql_ms),
@@ -64,15 +64,15 @@ def fill_scaled(source_url: str, url: str, scale: int, seed: int) -> None:
     with psycopg.connect(libpq_url(source_url)) as conn:
         register_vector(conn)
         real = conn.execute(
-            "SELECT d.source, d.key, c.heading, c.text, c.embedding FROM chunk c "
-            "JOIN document d ON d.id = c.document_id WHERE c.embedding IS NOT NULL AND d.is_current").fetchall()
+            "SELECT d.source, d.key, c.heading, c.text, v.embedding FROM chunk c JOIN chunk_vector v "
+            "ON v.chunk_id = c.id JOIN document d ON d.id = c.document_id WHERE d.is_current").fetchall()
     copies = -(-scale // len(real))
     with psycopg.connect(libpq_url(url)) as conn:
         register_vector(conn)
         release = conn.execute("INSERT INTO release (source, label, status, is_current) "
                                "VALUES ('bench', 'scale', 'loaded', true) RETURNING id").fetchone()[0]
         # the HNSW indexes are built once after the load: much faster than row by row
-        hnsw_indexes = conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'chunk' "
+        hnsw_indexes = conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'chunk_vector' "
                                     "AND indexdef LIKE '%USING hnsw%'").fetchall()
         for name, _definition in hnsw_indexes:
             conn.execute(f'DROP INDEX "{name}"')
@@ -85,18 +85,25 @@ def fill_scaled(source_url: str, url: str, scale: int, seed: int) -> None:
                         break
                     synthetic_key = f"{key}#{copy_number}.{index}"
                     copy.write_row((written + index + 1, release, source, synthetic_key, "", key, "h", True))
-            with conn.cursor().copy("COPY chunk (document_id, ordinal, text, heading, embedding, content_hash) "
+            with conn.cursor().copy("COPY chunk (id, document_id, ordinal, text, heading, content_hash) "
+                                    "FROM STDIN") as copy:
+                for index, (_source, _key, heading, text, _vector) in enumerate(real):
+                    if written + index >= scale:
+                        break
+                    copy.write_row((written + index + 1, written + index + 1, 0, text, heading, "h"))
+            with conn.cursor().copy("COPY chunk_vector (chunk_id, source, embedding) "
                                     "FROM STDIN WITH (FORMAT BINARY)") as copy:
-                copy.set_types(["bigint", "integer", "text", "text", "vector", "text"])
-                for index, (_source, _key, heading, text, vector) in enumerate(real):
+                copy.set_types(["bigint", "text", "vector"])
+                for index, (source, _key, _heading, _text, vector) in enumerate(real):
                     if written + index >= scale:
                         break
                     vector = vector.to_numpy() if hasattr(vector, "to_numpy") else np.asarray(vector)
                     noisy = vector + rng.normal(0, 0.02, vector.shape).astype(np.float32) if copy_number else vector
                     noisy = noisy / np.linalg.norm(noisy)
-                    copy.write_row((written + index + 1, 0, text, heading, noisy.astype(np.float32), "h"))
+                    copy.write_row((written + index + 1, source, noisy.astype(np.float32)))
             written = min(scale, written + len(real))
         conn.execute("SELECT setval('document_id_seq', %s)", (written,))
+        conn.execute("SELECT setval('chunk_id_seq', %s)", (written,))
         conn.commit()
         started = time.perf_counter()
         conn.execute("SET maintenance_work_mem = '1GB'")
@@ -113,11 +120,11 @@ def recall_and_latency(url: str, queries: list[tuple[str, list[float]]], filters
     """p95 of medrag_search (each question with its vector) and recall@10 of its vector leg vs exact search."""
     # The vector leg as medrag_search runs it (medrag_nearest, n = 5k + 20 per group for k = 10), its 10 nearest.
     vector_leg = "SELECT chunk_id FROM medrag_nearest(%s::vector, 70, %s::jsonb) ORDER BY distance LIMIT 10"
-    exact_search = ("SELECT c.id FROM chunk c JOIN document d ON d.id = c.document_id "
-                    "JOIN release rel ON rel.id = d.release_id "
-                    "WHERE c.embedding IS NOT NULL AND medrag_document_matches(d.source, d.key, d.is_current, "
+    exact_search = ("SELECT c.id FROM chunk c JOIN chunk_vector v ON v.chunk_id = c.id "
+                    "JOIN document d ON d.id = c.document_id JOIN release rel ON rel.id = d.release_id "
+                    "WHERE medrag_document_matches(d.source, d.key, d.is_current, "
                     "d.effective_date, d.termination_date, d.metadata, rel.label, %s::jsonb) "
-                    "ORDER BY c.embedding <=> %s::vector LIMIT 10")
+                    "ORDER BY v.embedding <=> %s::vector LIMIT 10")
     recalls, search_ms = [], []
     with psycopg.connect(libpq_url(url), autocommit=True) as conn:
         for question, vector in queries:

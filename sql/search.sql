@@ -225,23 +225,24 @@ $$;
 
 -- The n nearest chunks of one source that pass the filters: a branch of medrag_nearest (none under a key filter:
 -- named keys get exact distances there). Called with source written as a constant, it is inlined into the caller,
--- and the constant is what lets the planner use that source's partial HNSW index (migration 0009). Keep it a plain
+-- and the constant is what lets the planner use that source's partial HNSW index (migrations 0009, 0020). Keep it a plain
 -- SQL function (no SET, no SECURITY DEFINER): otherwise it is not inlined and every call scans the whole table.
 CREATE OR REPLACE FUNCTION medrag_nearest_in(source text, query_embedding vector, n integer, filters jsonb)
 RETURNS TABLE (chunk_id bigint, distance double precision)
 LANGUAGE sql STABLE
 AS $$
-    SELECT c.id, c.embedding <=> query_embedding
-    FROM chunk c JOIN document d ON d.id = c.document_id JOIN release rel ON rel.id = d.release_id,
+    SELECT c.id, v.embedding <=> query_embedding
+    FROM chunk_vector v JOIN chunk c ON c.id = v.chunk_id
+         JOIN document d ON d.id = c.document_id JOIN release rel ON rel.id = d.release_id,
          -- the filters behind OFFSET 0: seen as constants, they get selectivity guesses (0.5% of the documents
          -- for no filter at all) that make a sort of every distance look cheaper than the index
          (SELECT filters OFFSET 0) opaque(f)
-    WHERE c.source = medrag_nearest_in.source AND c.embedding IS NOT NULL AND query_embedding IS NOT NULL
+    WHERE v.source = medrag_nearest_in.source AND query_embedding IS NOT NULL
       -- row-independent: a one-time filter, so a source that cannot pass is not scanned at all
       AND NOT filters ? 'key' AND medrag_source_wanted(medrag_nearest_in.source, filters)
       AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date, d.metadata,
                                   rel.label, opaque.f)
-    ORDER BY c.embedding <=> query_embedding
+    ORDER BY v.embedding <=> query_embedding
     LIMIT n
 $$;
 

@@ -5,7 +5,7 @@
 CREATE OR REPLACE VIEW v_chunk AS
 SELECT c.id AS chunk_id, d.id AS document_id, d.source, d.key, d.version, d.title, c.heading, c.section, c.ordinal,
        c.text, c.page_start, c.page_end, r.label AS release, d.url, d.effective_date, d.termination_date,
-       d.metadata, d.is_current, c.embedding IS NOT NULL AS has_embedding
+       d.metadata, d.is_current, EXISTS (SELECT 1 FROM chunk_vector v WHERE v.chunk_id = c.id) AS has_embedding
 FROM chunk c
 JOIN document d ON d.id = c.document_id
 JOIN release r ON r.id = d.release_id;

@@ -160,8 +160,9 @@ def poisoned_document(indexed_engine, embedder):
             "VALUES (:r, 'article', 'A59999', 'Home oxygen supplier bulletin', 'poison', "
             "'{\"authority\": \"local\"}') RETURNING id"), {"r": release_id}).scalar_one()
         conn.execute(text(
-            "INSERT INTO chunk (document_id, ordinal, text, heading, content_hash, embedding) "
-            "VALUES (:d, 0, :t, 'Supplier bulletin', 'poison', CAST(:v AS vector))"),
+            "WITH new AS (INSERT INTO chunk (document_id, ordinal, text, heading, content_hash) "
+            "VALUES (:d, 0, :t, 'Supplier bulletin', 'poison') RETURNING id, source) "
+            "INSERT INTO chunk_vector (chunk_id, source, embedding) SELECT id, source, CAST(:v AS vector) FROM new"),
             {"d": document_id, "t": POISON, "v": vector})
     yield document_id
     with indexed_engine.begin() as conn:

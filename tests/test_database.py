@@ -47,15 +47,16 @@ def test_extensions_are_installed_at_the_versions_we_need(db_url: str) -> None:
 
 def test_chunk_indexes_are_hnsw_cosine_and_gin(db_url: str) -> None:
     with psycopg.connect(libpq_url(db_url)) as conn:
-        indexes = dict(conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'chunk'").fetchall())
-    # one graph per document source, each with the predicate medrag_nearest_in's calls repeat
+        indexes = dict(conn.execute("SELECT indexname, indexdef FROM pg_indexes "
+                                    "WHERE tablename IN ('chunk', 'chunk_vector')").fetchall())
+    # one graph per document source over the narrow vector table, each with the predicate medrag_nearest_in repeats
     for source in ("ncd", "lcd", "article", "iom", "hcpcs", "icd10cm"):
-        definition = indexes[f"chunk_embedding_{source}_hnsw"]
-        assert "USING hnsw (embedding vector_cosine_ops)" in definition
+        definition = indexes[f"chunk_vector_{source}_hnsw"]
+        assert "ON public.chunk_vector USING hnsw (embedding vector_cosine_ops)" in definition
         assert definition.endswith(f"WHERE (source = '{source}'::text)")
+        assert f"chunk_embedding_{source}_hnsw" not in indexes
     # the near-duplicate ICD-10-CM descriptions get the denser graph (migration 0010)
-    assert "m='24', ef_construction='400'" in indexes["chunk_embedding_icd10cm_hnsw"]
-    assert "chunk_embedding_hnsw" not in indexes
+    assert "m='24', ef_construction='400'" in indexes["chunk_vector_icd10cm_hnsw"]
     assert "USING gin (tsv)" in indexes["chunk_tsv_gin"]
 
 
@@ -76,8 +77,10 @@ def test_vectors_and_generated_full_text_round_trip(engine) -> None:
             vector[axis] = 1.0
             conn.execute(
                 text(
-                    "INSERT INTO chunk (document_id, ordinal, text, heading, embedding, content_hash) "
-                    "VALUES (:d, :o, :t, 'NCD 240.2', CAST(:e AS vector), :h)"
+                    "WITH new AS (INSERT INTO chunk (document_id, ordinal, text, heading, content_hash) "
+                    "VALUES (:d, :o, :t, 'NCD 240.2', :h) RETURNING id, source) "
+                    "INSERT INTO chunk_vector (chunk_id, source, embedding) "
+                    "SELECT id, source, CAST(:e AS vector) FROM new"
                 ),
                 {"d": document_id, "o": ordinal, "t": words, "e": str(vector), "h": f"c{ordinal}"},
             )
@@ -86,7 +89,8 @@ def test_vectors_and_generated_full_text_round_trip(engine) -> None:
     query[0] = 0.1
     with engine.connect() as conn:
         nearest = conn.execute(
-            text("SELECT text FROM chunk ORDER BY embedding <=> CAST(:q AS vector) LIMIT 1"), {"q": str(query)}
+            text("SELECT text FROM chunk JOIN chunk_vector v ON v.chunk_id = chunk.id "
+                 "ORDER BY v.embedding <=> CAST(:q AS vector) LIMIT 1"), {"q": str(query)}
         ).scalar_one()
         matched = conn.execute(
             text("SELECT text FROM chunk WHERE tsv @@ websearch_to_tsquery('english', 'oxygen')")

@@ -7,13 +7,21 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psycopg
 import pytest
 from sqlalchemy import Engine, text
 
 from medrag.core.config import load_settings
-from medrag.core.db import get_engine
+from medrag.core.db import get_engine, libpq_url
 from medrag.core.progress import LineSink, reporting
-from medrag.index.embedding import DocumentEmbedder, EmbeddingError, EmbedStats, embed_pending
+from medrag.index.embedding import (
+    DocumentEmbedder,
+    EmbeddingError,
+    EmbedStats,
+    PendingText,
+    embed_pending,
+    write_vectors,
+)
 from medrag.index.onnx_model import BACKEND_ONNX, BACKEND_TORCH
 from medrag.sources.mcd.release import ncd_documents, read_mcd_csv
 
@@ -104,7 +112,8 @@ def _insert_chunks(engine: Engine, document_id: int, passages: list[tuple[str | 
 
 def _vectors(engine: Engine, chunk_ids: list[int]) -> list[np.ndarray | None]:
     with engine.connect() as conn:
-        query = text("SELECT id, embedding::real[] FROM chunk WHERE id = ANY(:ids)")
+        query = text("SELECT c.id, v.embedding::real[] FROM chunk c LEFT JOIN chunk_vector v ON v.chunk_id = c.id "
+                     "WHERE c.id = ANY(:ids)")
         rows = dict(conn.execute(query, {"ids": chunk_ids}).all())
     return [None if rows[chunk_id] is None else np.asarray(rows[chunk_id], dtype=np.float32) for chunk_id in chunk_ids]
 
@@ -173,9 +182,10 @@ def test_changed_text_is_embedded_again_and_each_new_text_only_once(
     revised = body + " This sentence was added in the revision."
     with engine.begin() as conn:
         conn.execute(
-            text("UPDATE chunk SET text = :text, content_hash = :hash, embedding = NULL WHERE id = :id"),
+            text("UPDATE chunk SET text = :text, content_hash = :hash WHERE id = :id"),
             {"text": revised, "hash": _content_hash(heading, revised), "id": chunk_ids[3]},
         )
+        conn.execute(text("DELETE FROM chunk_vector WHERE chunk_id = :id"), {"id": chunk_ids[3]})
     # The same revised passage in another document: one text to encode, two chunks to fill.
     [twin] = _insert_chunks(engine, _new_document(engine, "2025Q3"), [(heading, revised)])
     lines: list[str] = []
@@ -240,6 +250,44 @@ def test_writes_in_parallel_fill_every_chunk_once_with_the_same_vectors(
     expected = embedder.encode([_embedded_text(heading, body) for heading, body in changed])
     for vector, reference in zip(_vectors(engine, chunk_ids), expected, strict=True):
         np.testing.assert_allclose(vector, reference, atol=1e-6)
+
+
+def test_vectors_are_written_as_copy_bytes_to_each_chunk_and_a_deleted_chunk_is_skipped(
+    engine: Engine, db_url: str, ncd_passages: list[tuple[str | None, str]],
+) -> None:
+    """write_vectors: numpy's COPY bytes read back as the same floats, sources and model on every chunk of a text;
+    another model's vector is replaced; a chunk deleted since it was read is left out, the rest still written."""
+    chunk_ids = _insert_chunks(engine, _new_document(engine, "copy-bytes"),
+                               [(None, f"copy bytes passage {n}") for n in range(4)])
+    with engine.begin() as conn:
+        hcpcs = conn.execute(text(
+            "WITH d AS (INSERT INTO document (release_id, source, key, title, content_hash) "
+            "SELECT release_id, 'hcpcs', 'X9999', 'code', 'x' FROM document WHERE id = "
+            "(SELECT document_id FROM chunk WHERE id = :c) RETURNING id) "
+            "INSERT INTO chunk (document_id, ordinal, text, content_hash) SELECT id, 0, 'code', 'x' FROM d "
+            "RETURNING id"), {"c": chunk_ids[0]}).scalar_one()
+        models = [conn.execute(text(
+            "INSERT INTO embedding_model (name, digest, backend, dimension) VALUES (:n, 'd', 'b', 384) RETURNING id"),
+            {"n": f"copy-bytes-{n}"}).scalar_one() for n in range(2)]
+        conn.execute(text("INSERT INTO chunk_vector (chunk_id, source, model_id, embedding) "
+                          "SELECT :c, 'ncd', :m, array_fill(0.5, ARRAY[384])::vector"),
+                     {"c": chunk_ids[3], "m": models[0]})
+        conn.execute(text("DELETE FROM chunk WHERE id = :c"), {"c": chunk_ids[2]})
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(3, 384)).astype(np.float32)
+    texts = [PendingText("a", [chunk_ids[0], hcpcs], ["ncd", "hcpcs"]), PendingText("b", [chunk_ids[1]], ["ncd"]),
+             PendingText("c", [chunk_ids[2], chunk_ids[3]], ["ncd", "ncd"])]
+    with psycopg.connect(libpq_url(db_url), autocommit=True) as conn:
+        assert write_vectors(conn, texts, vectors, models[1]) == 4  # five chunks named, one of them gone
+    with engine.connect() as conn:
+        rows = {row.chunk_id: row for row in conn.execute(text(
+            "SELECT chunk_id, source, model_id, embedding::real[] AS vector FROM chunk_vector "
+            "WHERE chunk_id = ANY(:ids)"), {"ids": [*chunk_ids, hcpcs]})}
+    assert sorted(rows) == sorted([chunk_ids[0], chunk_ids[1], chunk_ids[3], hcpcs])
+    assert {row.source for row in rows.values()} == {"ncd", "hcpcs"} and rows[hcpcs].source == "hcpcs"
+    assert {row.model_id for row in rows.values()} == {models[1]}
+    for chunk_id, expected in ((chunk_ids[0], 0), (hcpcs, 0), (chunk_ids[1], 1), (chunk_ids[3], 2)):
+        np.testing.assert_array_equal(np.asarray(rows[chunk_id].vector, dtype=np.float32), vectors[expected])
 
 
 def test_torch_on_a_gpu_batches_large_and_shares_the_cpu_identity() -> None:

@@ -20,7 +20,7 @@ from medrag.index.onnx_model import BACKEND_ONNX, BACKEND_ONNX_INT8, BACKEND_TOR
 from medrag.sources.mcd.release import ncd_documents, read_mcd_csv
 
 NCD_TRKG = Path("mcd/ncd/ncd_csv/ncd_trkg.csv")
-NCD_INDEX = "chunk_embedding_ncd_hnsw"
+NCD_INDEX = "chunk_vector_ncd_hnsw"
 
 
 @pytest.fixture(scope="module")
@@ -104,8 +104,9 @@ def _insert(engine: Engine, label: str, texts: list[str]) -> list[int]:
 def _models(engine: Engine, chunk_ids: list[int]) -> dict[str, int]:
     with engine.connect() as conn:
         return dict(conn.execute(text(
-            "SELECT coalesce(m.backend, 'none'), count(*) FROM chunk c LEFT JOIN embedding_model m "
-            "ON m.id = c.embedding_model_id WHERE c.id = ANY(:ids) GROUP BY 1"), {"ids": chunk_ids}).all())
+            "SELECT coalesce(m.backend, 'none'), count(*) FROM chunk c LEFT JOIN chunk_vector v ON v.chunk_id = c.id "
+            "LEFT JOIN embedding_model m ON m.id = v.model_id WHERE c.id = ANY(:ids) GROUP BY 1"),
+            {"ids": chunk_ids}).all())
 
 
 def test_a_change_of_backend_embeds_again_instead_of_reusing(
@@ -133,7 +134,7 @@ def test_a_change_of_backend_embeds_again_instead_of_reusing(
 
     # A vector whose maker was never recorded (made before revision 0016) counts as pending too.
     with engine.begin() as conn:
-        conn.execute(text("UPDATE chunk SET embedding_model_id = NULL WHERE id = ANY(:ids)"), {"ids": twins[:3]})
+        conn.execute(text("UPDATE chunk_vector SET model_id = NULL WHERE chunk_id = ANY(:ids)"), {"ids": twins[:3]})
     assert embed_pending(engine, _embedder(BACKEND_ONNX_INT8, cache_dir), sources=["ncd"]).reused == 3
 
     # what `medrag db status` says: every chunk current for int8, every one pending for the float backend
@@ -161,8 +162,8 @@ def test_a_bulk_fill_builds_the_vector_graph_after_the_fill(
         assert conn.execute(text("SELECT count(*) FROM medrag_deferred_index")).scalar_one() == 0
         conn.execute(text("SET enable_seqscan = off"))  # 210 rows: the planner would scan them all otherwise
         plan = conn.execute(text(
-            "EXPLAIN SELECT id FROM chunk WHERE source = 'ncd' ORDER BY embedding <=> "
-            "(SELECT embedding FROM chunk WHERE source = 'ncd' AND embedding IS NOT NULL LIMIT 1) LIMIT 5")).scalars()
+            "EXPLAIN SELECT chunk_id FROM chunk_vector WHERE source = 'ncd' ORDER BY embedding <=> "
+            "(SELECT embedding FROM chunk_vector WHERE source = 'ncd' LIMIT 1) LIMIT 5")).scalars()
         assert NCD_INDEX in "\n".join(plan)
 
     # A stage killed between dropping and rebuilding leaves the definition behind: the next stage builds it,

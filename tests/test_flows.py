@@ -47,6 +47,9 @@ from medrag.sources.hcpcs.release import find_hcpcs_member
 from medrag.sources.registry import spec
 
 HCPCS_RECORDS = 200
+# chunks the embedding stage has not given a vector
+UNEMBEDDED_CHUNKS = ("SELECT count(*) FROM chunk c "
+                     "WHERE NOT EXISTS (SELECT 1 FROM chunk_vector v WHERE v.chunk_id = c.id)")
 NCD_RECORDS = 25
 LCD_COUNT = 10
 HCPCS_2019_ZIP = "2019-Alpha-Numeric-HCPCS-File.zip"
@@ -210,7 +213,7 @@ def test_first_run_loads_chunks_and_embeds_every_source(first_run, engine) -> No
     assert chunks == mcd["documents"]["chunks"] + hcpcs["documents"]["chunks"]
     assert scalar(engine, "SELECT count(*) FROM document d WHERE NOT EXISTS "
                           "(SELECT 1 FROM chunk c WHERE c.document_id = d.id)") == 0
-    assert scalar(engine, "SELECT count(*) FROM chunk WHERE embedding IS NULL") == 0
+    assert scalar(engine, UNEMBEDDED_CHUNKS) == 0
     distinct_texts = scalar(engine, "SELECT count(DISTINCT content_hash) FROM chunk")
     embedded = mcd["embedding"]["embedded"] + hcpcs["embedding"]["embedded"]
     assert embedded + mcd["embedding"]["reused"] + hcpcs["embedding"]["reused"] == chunks
@@ -292,8 +295,9 @@ def test_documents_built_by_an_older_format_are_rebuilt_and_re_embedded(first_ru
         == spec("hcpcs").documents_format
     with engine.connect() as conn:
         title, body, words, vector = conn.execute(text(
-            "SELECT d.title, c.text, c.embedding_text, c.embedding::real[] FROM chunk c "
-            "JOIN document d ON d.id = c.document_id WHERE d.source = 'hcpcs' ORDER BY d.key LIMIT 1")).one()
+            "SELECT d.title, c.text, c.embedding_text, v.embedding::real[] FROM chunk c "
+            "JOIN chunk_vector v ON v.chunk_id = c.id JOIN document d ON d.id = c.document_id "
+            "WHERE d.source = 'hcpcs' ORDER BY d.key LIMIT 1")).one()
     assert words.startswith(title) and "Category:" in body and "Category" not in words
     embedder = DocumentEmbedder.for_settings(flow_settings)
     # int8's activation scale is per batch: alone, the text's vector moves a little from the one made in its batch
@@ -304,7 +308,7 @@ def test_documents_built_by_an_older_format_are_rebuilt_and_re_embedded(first_ru
     # a forced rebuild writes the same chunks again and keeps their vectors: nothing goes back to the model
     label = scalar(engine, "SELECT label FROM release WHERE source = 'hcpcs' AND is_current")
     assert not build_documents(engine, "hcpcs", label, force=True).skipped
-    assert scalar(engine, "SELECT count(*) FROM chunk WHERE embedding IS NULL") == 0
+    assert scalar(engine, UNEMBEDDED_CHUNKS) == 0
     idle = DocumentEmbedder.for_settings(flow_settings)
     assert embed_pending(engine, idle).embedded == 0 and not idle.is_loaded
 
@@ -354,7 +358,7 @@ def test_failing_source_fails_the_run_naming_it_and_the_others_still_load(
     assert scalar(engine, "SELECT count(*) FROM hcpcs_code h JOIN release r ON r.id = h.release_id "
                           "WHERE r.source = 'hcpcs' AND r.label = '2025Q2'") == 150
     assert scalar(engine, "SELECT count(*) FROM document WHERE source = 'hcpcs' AND is_current") == 150
-    assert scalar(engine, "SELECT count(*) FROM chunk WHERE embedding IS NULL") == 0
+    assert scalar(engine, UNEMBEDDED_CHUNKS) == 0
     assert scalar(engine, "SELECT label FROM release WHERE source = 'mcd' AND is_current") is not None
 
     with get_client(sync_client=True) as client:
@@ -392,7 +396,7 @@ def test_task_functions_run_without_prefect(scratch_settings) -> None:
     stats = embed_task.fn(scratch_settings, "hcpcs")
     assert stats.embedded + stats.reused == documents.chunks
     engine = get_engine(scratch_settings)
-    assert scalar(engine, "SELECT count(*) FROM chunk WHERE embedding IS NULL") == 0
+    assert scalar(engine, UNEMBEDDED_CHUNKS) == 0
     assert embed_task.fn(scratch_settings, "hcpcs").embedded == 0
 
 
@@ -437,7 +441,7 @@ def test_embedding_shards_run_on_a_dask_cluster(first_run, engine, flow_settings
 
     with engine.begin() as conn:  # forget some vectors so the embedding stage has work to hand out
         forgotten = conn.execute(text(
-            "UPDATE chunk SET embedding = NULL WHERE id IN (SELECT id FROM chunk ORDER BY id LIMIT 7)")).rowcount
+            "DELETE FROM chunk_vector WHERE chunk_id IN (SELECT id FROM chunk ORDER BY id LIMIT 7)")).rowcount
     with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster:
         monkeypatch.setenv("MEDRAG_DASK_ADDRESS", cluster.scheduler_address)
         per_source = source_flow(load_settings())
@@ -449,7 +453,7 @@ def test_embedding_shards_run_on_a_dask_cluster(first_run, engine, flow_settings
             assert client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.task_prefixes)) > 0
     embedding = summary["embedding"]
     assert embedding["embedded"] + embedding["reused"] == forgotten
-    assert scalar(engine, "SELECT count(*) FROM chunk WHERE embedding IS NULL") == 0
+    assert scalar(engine, UNEMBEDDED_CHUNKS) == 0
 
 
 def test_refresh_summary_warns_about_chapter_pdfs_without_sections(scratch_settings, cms_mirror) -> None:

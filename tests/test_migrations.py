@@ -30,12 +30,25 @@ def _query(url: str, sql: str) -> list[tuple]:
 
 
 def _schema(url: str) -> list[str]:
-    """pg_dump --schema-only as a sorted list of statements, without comments, settings or dump-session lines."""
+    """pg_dump --schema-only as a sorted list of statements, without comments, settings or dump-session lines.
+
+    A table's columns are compared as a set: a downgrade that gives a dropped column back can only add it at the end.
+    """
     dump = subprocess.run([str(bin_dir() / "pg_dump"), "--schema-only", libpq_url(url)],
                           capture_output=True, text=True, check=True).stdout
     kept = [line for line in dump.splitlines()
             if not line.startswith(("--", "SET ", "SELECT pg_catalog.set_config", "\\restrict", "\\unrestrict"))]
-    return sorted(statement.strip() for statement in "\n".join(kept).split(";\n") if statement.strip())
+    return sorted(_columns_unordered(statement.strip()) for statement in "\n".join(kept).split(";\n")
+                  if statement.strip())
+
+
+def _columns_unordered(statement: str) -> str:
+    """A CREATE TABLE statement with its column lines sorted; any other statement as it is."""
+    if not statement.startswith("CREATE TABLE") or not statement.endswith(")"):
+        return statement
+    head, _, body = statement.partition("(\n")
+    columns = sorted(line.strip().rstrip(",") for line in body[:-1].splitlines() if line.strip())
+    return head + "(\n" + ",\n".join(columns) + "\n)"
 
 
 def _leftovers(url: str) -> list[tuple]:
@@ -170,3 +183,30 @@ def test_a_recorded_hash_that_differs_reapplies_the_scripts(empty_db_url: str) -
     after = _applied(empty_db_url)
     assert {name: sha for name, (sha, _) in after.items()} == {name: sha for name, (sha, _) in before.items()}
     assert all(after[name][1] > before[name][1] for name in migrate.REPEATABLE_SCRIPTS)
+
+
+def test_0020_moves_each_vector_and_its_maker_to_chunk_vector_and_back(empty_db_url: str) -> None:
+    """The vectors of a database at 0019 (in chunk) are in chunk_vector after 0020, and in chunk again after its
+    downgrade, with the model that made each; a chunk without one gets no row."""
+    migrate.upgrade(empty_db_url, "0019")
+    with psycopg.connect(libpq_url(empty_db_url)) as conn:
+        model = conn.execute("INSERT INTO embedding_model (name, digest, backend, dimension) "
+                             "VALUES ('m', 'd', 'onnx', 384) RETURNING id").fetchone()[0]
+        release = conn.execute("INSERT INTO release (source, label) VALUES ('mcd', 'r') RETURNING id").fetchone()[0]
+        document = conn.execute("INSERT INTO document (release_id, source, key, title, content_hash) "
+                                "VALUES (%s, 'lcd', 'L1', 't', 'h') RETURNING id", (release,)).fetchone()[0]
+        for ordinal, (value, maker) in enumerate([(0.25, model), (0.5, None), (None, None)]):
+            conn.execute("INSERT INTO chunk (document_id, ordinal, text, content_hash, embedding, embedding_model_id) "
+                         "VALUES (%s, %s, 't', 'h', CASE WHEN %s::real IS NULL THEN NULL "
+                         "ELSE array_fill(%s::real, ARRAY[384])::vector END, %s)",
+                         (document, ordinal, value, value, maker))
+    before = _query(empty_db_url, "SELECT ordinal, embedding::text, embedding_model_id FROM chunk ORDER BY ordinal")
+    migrate.upgrade(empty_db_url)
+    assert _query(empty_db_url, "SELECT c.ordinal, v.source, v.embedding::text, v.model_id FROM chunk_vector v "
+                                "JOIN chunk c ON c.id = v.chunk_id ORDER BY 1") == [
+        (0, "lcd", before[0][1], model), (1, "lcd", before[1][1], None)]
+    assert _query(empty_db_url, "SELECT count(*) FROM pg_attribute WHERE attrelid = 'chunk'::regclass "
+                                "AND attname IN ('embedding', 'embedding_model_id')") == [(0,)]
+    migrate.downgrade(empty_db_url, "0019")
+    assert _query(empty_db_url, "SELECT ordinal, embedding::text, embedding_model_id FROM chunk "
+                                "ORDER BY ordinal") == before

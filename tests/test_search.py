@@ -122,12 +122,13 @@ def test_the_other_group_comes_in_fourth_when_the_lead_is_sure(indexed_engine, e
     vector = vector_literal(embedder.embed(question))
     search_sql = text("SELECT source, key FROM medrag_search(CAST(:q AS vector), :t, 6, '{}'::jsonb)")
     nearest_policy = text(
-        "SELECT c.embedding, c.embedding <=> CAST(:q AS vector) AS distance FROM chunk c "
-        "JOIN document d ON d.id = c.document_id WHERE d.is_current AND c.embedding IS NOT NULL "
+        "SELECT v.embedding, v.embedding <=> CAST(:q AS vector) AS distance FROM chunk c "
+        "JOIN chunk_vector v ON v.chunk_id = c.id JOIN document d ON d.id = c.document_id WHERE d.is_current "
         "AND coalesce(d.metadata ->> 'is_current_version', 'true') = 'true' ORDER BY 2 LIMIT 1")
     give_e039_vector = text(
-        "UPDATE chunk SET embedding = CAST(:v AS vector) WHERE document_id = "
-        "(SELECT id FROM document WHERE source = 'icd10cm' AND key = 'E03.9' AND is_current)")
+        "INSERT INTO chunk_vector (chunk_id, source, embedding) SELECT id, source, CAST(:v AS vector) FROM chunk "
+        "WHERE document_id = (SELECT id FROM document WHERE source = 'icd10cm' AND key = 'E03.9' AND is_current) "
+        "ON CONFLICT (chunk_id) DO UPDATE SET embedding = EXCLUDED.embedding")
     with indexed_engine.connect() as conn:  # never committed: other tests see the corpus unchanged
         policy = conn.execute(nearest_policy, {"q": vector}).one()
         conn.execute(give_e039_vector, {"v": str(policy.embedding)})  # as near as the nearest passage: unsure
@@ -228,17 +229,17 @@ def test_nearest_searches_each_group_apart_and_finds_the_true_nearest(indexed_en
     """medrag_nearest: n chunks per group from the group's own index; a source filter gets its true nearest chunk."""
     question = "portable oxygen concentrator for travel"
     vector = vector_literal(embedder.embed(question))
-    exact = ("SELECT c.id, c.document_id FROM chunk c JOIN document d ON d.id = c.document_id "
-             "WHERE c.embedding IS NOT NULL AND d.is_current AND d.source = ANY(:sources) "
+    exact = ("SELECT c.id, c.document_id FROM chunk c JOIN chunk_vector v ON v.chunk_id = c.id "
+             "JOIN document d ON d.id = c.document_id WHERE d.is_current AND d.source = ANY(:sources) "
              "AND coalesce(d.metadata ->> 'is_current_version', 'true') = 'true' "
-             "ORDER BY c.embedding <=> CAST(:q AS vector) LIMIT 1")
+             "ORDER BY v.embedding <=> CAST(:q AS vector) LIMIT 1")
     nearest = ("SELECT n.chunk_id, n.grp, n.distance, c.source, d.key FROM medrag_nearest(CAST(:q AS vector), :n, "
                "CAST(:f AS jsonb)) n JOIN chunk c ON c.id = n.chunk_id JOIN document d ON d.id = c.document_id "
                "ORDER BY n.grp, n.distance")
     with indexed_engine.connect() as conn:
         groups = dict(conn.execute(text(
             "SELECT CASE WHEN source IN ('hcpcs', 'icd10cm') THEN 'code' ELSE 'policy' END, count(*) "
-            "FROM chunk WHERE embedding IS NOT NULL GROUP BY 1")).all())
+            "FROM chunk_vector GROUP BY 1")).all())
         both = conn.execute(text(nearest), {"q": vector, "n": 7, "f": "{}"}).all()
         ncd_only = conn.execute(text(nearest), {"q": vector, "n": 7, "f": '{"source": "ncd"}'}).all()
         true_ncd = conn.execute(text(exact), {"q": vector, "sources": ["ncd"]}).one()

@@ -21,9 +21,9 @@ BEYOND_MAX_SOURCES = "beyond_max_sources"
 
 # a chunk without a vector comes with the text the indexer would embed, to be embedded here the same way
 _SIMILARITY_SQL = text(f"""
-    SELECT id, 1 - (embedding <=> CAST(:query AS vector)) AS similarity,
-           CASE WHEN embedding IS NULL THEN {EMBED_TEXT_SQL} END AS embedding_input
-    FROM chunk WHERE id = ANY(:ids)
+    SELECT id, 1 - (v.embedding <=> CAST(:query AS vector)) AS similarity,
+           CASE WHEN v.embedding IS NULL THEN {EMBED_TEXT_SQL} END AS embedding_input
+    FROM chunk LEFT JOIN chunk_vector v ON v.chunk_id = chunk.id WHERE id = ANY(:ids)
 """)
 
 

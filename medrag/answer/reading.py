@@ -72,8 +72,8 @@ def focus_documents(evidence: list[Evidence]) -> set[int]:
 
 _CHUNKS_SQL = text("""
     SELECT id, document_id, ordinal, coalesce(section, '') AS section, text,
-           1 - (embedding <=> CAST(:query AS vector)) AS similarity
-    FROM chunk
+           1 - (v.embedding <=> CAST(:query AS vector)) AS similarity
+    FROM chunk LEFT JOIN chunk_vector v ON v.chunk_id = chunk.id
     WHERE document_id = ANY(:whole) OR id = ANY(:chunks)
     ORDER BY document_id, ordinal
 """)

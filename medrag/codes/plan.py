@@ -317,11 +317,12 @@ hit AS (
     SELECT d.key AS code, (row_number() OVER (ORDER BY n.distance, d.key))::int AS leg_rank,
            (1 - n.distance)::float AS leg_score
     FROM (
-        SELECT c.document_id, c.embedding <=> CAST(:embedding AS vector) AS distance
-        FROM chunk c
+        SELECT c.document_id, v.embedding <=> CAST(:embedding AS vector) AS distance
+        FROM chunk_vector v
+        JOIN chunk c ON c.id = v.chunk_id
         JOIN document d ON d.id = c.document_id
-        WHERE c.source = '{DOCUMENT_SOURCE[system]}' AND d.is_current AND c.embedding IS NOT NULL
-        ORDER BY c.embedding <=> CAST(:embedding AS vector)
+        WHERE v.source = '{DOCUMENT_SOURCE[system]}' AND d.is_current
+        ORDER BY v.embedding <=> CAST(:embedding AS vector)
         LIMIT :limit
     ) n
     JOIN document d ON d.id = n.document_id
@@ -546,7 +547,7 @@ def analyze_words(engine: Engine, words: Sequence[str]) -> dict[str, tuple[str, 
 
 _HAS_EMBEDDINGS = text(
     "SELECT EXISTS (SELECT 1 FROM document d JOIN chunk c ON c.document_id = d.id "
-    "WHERE d.source = :source AND d.is_current AND c.embedding IS NOT NULL)"
+    "JOIN chunk_vector v ON v.chunk_id = c.id WHERE d.source = :source AND d.is_current)"
 )
 
 
@@ -557,10 +558,9 @@ def has_code_embeddings(engine: Engine, system: str) -> bool:
 
 
 _SIMILARITIES = text(
-    "SELECT d.key AS code, max(1 - (c.embedding <=> CAST(:embedding AS vector)))::float AS similarity "
-    "FROM document d JOIN chunk c ON c.document_id = d.id "
-    "WHERE d.source = :source AND d.is_current AND d.key = ANY(CAST(:codes AS text[])) "
-    "AND c.embedding IS NOT NULL GROUP BY d.key"
+    "SELECT d.key AS code, max(1 - (v.embedding <=> CAST(:embedding AS vector)))::float AS similarity "
+    "FROM document d JOIN chunk c ON c.document_id = d.id JOIN chunk_vector v ON v.chunk_id = c.id "
+    "WHERE d.source = :source AND d.is_current AND d.key = ANY(CAST(:codes AS text[])) GROUP BY d.key"
 )
 
 

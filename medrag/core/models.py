@@ -113,30 +113,18 @@ HNSW_BUILD = {"icd10cm": {"m": 24, "ef_construction": 400}}
 
 
 class Chunk(Base):
-    """A piece of a document sized for the embedding model, with its vector and full-text index."""
+    """A piece of a document sized for the embedding model, with its full-text index (its vector: ChunkVector)."""
 
     __tablename__ = "chunk"
     __table_args__ = (
         UniqueConstraint("document_id", "ordinal"),
-        # a graph per document source (migration 0009): medrag_nearest searches each apart
-        *(
-            Index(
-                f"chunk_embedding_{source}_hnsw",
-                "embedding",
-                postgresql_using="hnsw",
-                postgresql_with=HNSW_BUILD.get(source, DEFAULT_HNSW_BUILD),
-                postgresql_ops={"embedding": "vector_cosine_ops"},
-                postgresql_where=text(f"source = '{source}'"),
-            )
-            for source in document_kind_names()
-        ),
         Index("chunk_tsv_gin", "tsv", postgresql_using="gin"),
         Index("chunk_content_hash", "content_hash"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     document_id: Mapped[int] = mapped_column(ForeignKey("document.id", ondelete="CASCADE"))
-    # the document's source, set on insert by a trigger (migration 0009): the group indexes' predicates need it here
+    # the document's source, set on insert by a trigger (migration 0009): chunk_vector's graphs are per source
     source: Mapped[str] = mapped_column(Text)
     ordinal: Mapped[int] = mapped_column(Integer)
     text: Mapped[str] = mapped_column(Text)
@@ -144,11 +132,8 @@ class Chunk(Base):
     section: Mapped[str | None] = mapped_column(Text)
     page_start: Mapped[int | None] = mapped_column(Integer)
     page_end: Mapped[int | None] = mapped_column(Integer)
-    embedding: Mapped[Any] = mapped_column(Vector(EMBEDDING_DIM), nullable=True)
-    # what the embedding is computed from when it is not heading + text (medrag.index.embedding.EMBED_TEXT_SQL)
+    # what the vector is computed from when it is not heading + text (medrag.index.embedding.EMBED_TEXT_SQL)
     embedding_text: Mapped[str | None] = mapped_column(Text)
-    # the model and backend that made the embedding; NULL when none is recorded (the stage embeds it again)
-    embedding_model_id: Mapped[int | None] = mapped_column(SmallInteger, ForeignKey("embedding_model.id"))
     tsv: Mapped[Any] = mapped_column(
         TSVECTOR,
         Computed(f"to_tsvector('{TEXT_SEARCH_CONFIG}', coalesce(heading, '') || ' ' || text)", persisted=True),
@@ -156,6 +141,31 @@ class Chunk(Base):
     content_hash: Mapped[str] = mapped_column(Text)
 
     document: Mapped[Document] = relationship(back_populates="chunks")
+
+
+class ChunkVector(Base):
+    """A chunk's vector, in a narrow table of its own: a bulk fill is a COPY of new rows, not UPDATEs of chunk."""
+
+    __tablename__ = "chunk_vector"
+    __table_args__ = tuple(
+        # a graph per document source (migrations 0009, 0020): medrag_nearest searches each apart
+        Index(
+            f"chunk_vector_{source}_hnsw",
+            "embedding",
+            postgresql_using="hnsw",
+            postgresql_with=HNSW_BUILD.get(source, DEFAULT_HNSW_BUILD),
+            postgresql_ops={"embedding": "vector_cosine_ops"},
+            postgresql_where=text(f"source = '{source}'"),
+        )
+        for source in document_kind_names()
+    )
+
+    chunk_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("chunk.id", ondelete="CASCADE"), primary_key=True)
+    # the chunk's source, written with the vector: each source's graph is a partial index on it
+    source: Mapped[str] = mapped_column(Text)
+    # the model and backend that made the vector; NULL when none is recorded (the stage embeds it again)
+    model_id: Mapped[int | None] = mapped_column(SmallInteger, ForeignKey("embedding_model.id"))
+    embedding: Mapped[Any] = mapped_column(Vector(EMBEDDING_DIM))
 
 
 class EmbeddingModel(Base):

@@ -189,14 +189,16 @@ def make_current(engine: Engine, source: str, label: str) -> bool:
 # only what changed goes back to the model (a forced ICD-10-CM rebuild would otherwise re-embed 47k chunks).
 _KEEP_VECTORS = """
 CREATE TEMP TABLE kept_vector ON COMMIT DROP AS
-SELECT DISTINCT ON (c.content_hash) c.content_hash, c.embedding, c.embedding_model_id
-FROM chunk c JOIN document d ON d.id = c.document_id
-WHERE d.release_id = :r AND c.embedding IS NOT NULL
+SELECT DISTINCT ON (c.content_hash) c.content_hash, v.embedding, v.model_id
+FROM chunk c JOIN document d ON d.id = c.document_id JOIN chunk_vector v ON v.chunk_id = c.id
+WHERE d.release_id = :r
 """
 _RESTORE_VECTORS = """
-UPDATE chunk SET embedding = kept_vector.embedding, embedding_model_id = kept_vector.embedding_model_id
-FROM kept_vector, document d
-WHERE chunk.content_hash = kept_vector.content_hash AND d.id = chunk.document_id AND d.release_id = :r
+INSERT INTO chunk_vector (chunk_id, source, model_id, embedding)
+SELECT chunk.id, chunk.source, kept_vector.model_id, kept_vector.embedding
+FROM kept_vector JOIN chunk ON chunk.content_hash = kept_vector.content_hash
+JOIN document d ON d.id = chunk.document_id
+WHERE d.release_id = :r
 """
 
 

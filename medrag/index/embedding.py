@@ -1,4 +1,4 @@
-"""The embedding stage: fill chunk.embedding, reusing vectors by content hash and writing new ones with binary COPY."""
+"""The embedding stage: a chunk_vector row per chunk, reusing vectors by content hash, new ones by binary COPY."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import collections
 import contextlib
 import dataclasses
 import functools
+import itertools
 import os
 import queue
 import re
@@ -38,6 +39,7 @@ from medrag.index.onnx_model import (
     model_content_digest,
 )
 from medrag.index.torch_model import CUDA_BATCH_TEXTS, TorchEncoder
+from medrag.index.vector_copy import COPY_VECTORS, copy_payload
 
 # The text a chunk's vector is computed from, as SQL over the chunk table; the one place it is defined, so the
 # indexing stage, any re-check and the query side all agree on what a chunk "says": its embedding_text when the
@@ -47,26 +49,29 @@ EMBED_TEXT_SQL = "coalesce(embedding_text, coalesce(heading || E'\\n', '') || te
 # A chunk is pending when it has no vector made by the model and backend configured now (%(model)s): a vector of
 # another model, or one whose maker was never recorded, would be a point in another space.
 def _pending(table: str = "") -> str:
-    return f"({table}embedding IS NULL OR {table}embedding_model_id IS DISTINCT FROM %(model)s)"
+    return f"NOT EXISTS (SELECT 1 FROM chunk_vector AS own WHERE own.chunk_id = {table}id AND own.model_id = %(model)s)"
 
 
-_PENDING = _pending()
+_PENDING = _pending("chunk.")
 
 # A pending chunk whose content_hash already has a vector of this model in any release gets that vector: unchanged
 # text across quarterly releases is never sent to the model again. Joining from the pending rows keeps the cost
 # proportional to what is new, not to the whole table.
+# (A vector of another model is replaced: a chunk has one vector, whichever made it.)
 _REUSE_BY_CONTENT_HASH = f"""
 WITH donor AS (
-    SELECT DISTINCT ON (pending.content_hash) pending.content_hash, embedded.embedding
+    SELECT DISTINCT ON (pending.content_hash) pending.content_hash, made.embedding
     FROM chunk AS pending
-    JOIN chunk AS embedded ON embedded.content_hash = pending.content_hash AND embedded.embedding IS NOT NULL
-        AND embedded.embedding_model_id = %(model)s
+    JOIN chunk AS embedded ON embedded.content_hash = pending.content_hash
+    JOIN chunk_vector AS made ON made.chunk_id = embedded.id AND made.model_id = %(model)s
     WHERE {_pending("pending.")} AND {{in_scope}}
     ORDER BY pending.content_hash
 )
-UPDATE chunk SET embedding = donor.embedding, embedding_model_id = %(model)s
-FROM donor
-WHERE {_pending("chunk.")} AND chunk.content_hash = donor.content_hash
+INSERT INTO chunk_vector (chunk_id, source, model_id, embedding)
+SELECT chunk.id, chunk.source, %(model)s, donor.embedding
+FROM donor JOIN chunk ON chunk.content_hash = donor.content_hash
+WHERE {_pending("chunk.")}
+ON CONFLICT (chunk_id) DO UPDATE SET model_id = EXCLUDED.model_id, embedding = EXCLUDED.embedding
 """
 
 # Optionally only chunks of some document sources (tests embed the prose sources, not 53k code documents).
@@ -87,23 +92,21 @@ FROM chunk WHERE {_in_scope()}
 """
 _PENDING_ROWS_BY_SOURCE = f"SELECT source, count(*) FROM chunk WHERE {_PENDING} AND {_in_scope()} GROUP BY source"
 
-# Keyset pagination on content_hash: each window starts after the last hash seen, so a window that fills nothing
-# (a concurrent writer, say) can never make the loop spin on the same rows.
+# Each pending text once, with the chunks that say it (their ids and sources: the vector is written straight to
+# their rows). Keyset pagination on content_hash: each window starts after the last hash seen, so a window that
+# fills nothing (a concurrent writer, say) can never make the loop spin on the same rows.
 _SELECT_PENDING_TEXTS = f"""
-SELECT DISTINCT ON (content_hash) content_hash, {EMBED_TEXT_SQL}
+SELECT content_hash, (array_agg({EMBED_TEXT_SQL} ORDER BY id))[1], array_agg(id ORDER BY id),
+       array_agg(source ORDER BY id)
 FROM chunk
 WHERE {_PENDING} AND content_hash > %(after)s AND {_in_scope()}
-ORDER BY content_hash, id
+GROUP BY content_hash
+ORDER BY content_hash
 LIMIT %(limit)s
 """
-
-_CREATE_BATCH_TABLE = "CREATE TEMP TABLE embedding_batch (content_hash text, embedding vector) ON COMMIT DROP"
-_COPY_BATCH = "COPY embedding_batch (content_hash, embedding) FROM STDIN WITH (FORMAT BINARY)"
-_APPLY_BATCH = f"""
-UPDATE chunk SET embedding = embedding_batch.embedding, embedding_model_id = %(model)s
-FROM embedding_batch
-WHERE {_pending("chunk.")} AND chunk.content_hash = embedding_batch.content_hash
-"""
+# Another model's vectors of the same chunks go first: the COPY adds rows, it never replaces one.
+_DROP_REPLACED = "DELETE FROM chunk_vector WHERE chunk_id = ANY(%s)"
+_STILL_THERE = "SELECT id FROM chunk WHERE id = ANY(%s)"
 
 _FIND_MODEL = """
 SELECT id FROM embedding_model
@@ -116,7 +119,7 @@ ON CONFLICT (name, digest, backend, export_format) DO UPDATE SET dimension = EXC
 RETURNING id
 """
 _COLUMN_DIMENSION = """
-SELECT atttypmod FROM pg_attribute WHERE attrelid = 'chunk'::regclass AND attname = 'embedding'
+SELECT atttypmod FROM pg_attribute WHERE attrelid = 'chunk_vector'::regclass AND attname = 'embedding'
 """
 
 # Texts read and length-sorted together (keyset on content hash): the sort is what keeps padding small, and a
@@ -149,10 +152,10 @@ SELECT index_class.relname, pg_get_indexdef(index_class.oid), pg_get_expr(pg_ind
 FROM pg_index
 JOIN pg_class AS index_class ON index_class.oid = pg_index.indexrelid
 JOIN pg_am ON pg_am.oid = index_class.relam
-WHERE pg_index.indrelid = 'chunk'::regclass AND pg_am.amname IN ('hnsw', 'ivfflat')
+WHERE pg_index.indrelid = 'chunk_vector'::regclass AND pg_am.amname IN ('hnsw', 'ivfflat')
 """
 _SOURCE_PREDICATE = re.compile(r"^\(?source = '([a-z0-9_]+)'::text\)?$")
-_ROWS_WITH_VECTORS = "SELECT source, count(*) FROM chunk WHERE embedding IS NOT NULL GROUP BY source"
+_ROWS_WITH_VECTORS = "SELECT source, count(*) FROM chunk_vector GROUP BY source"
 
 
 class EmbeddingError(MedragError):
@@ -302,7 +305,7 @@ def _register_model(conn: psycopg.Connection[Any], embedder: DocumentEmbedder) -
     dimension = embedder.dimension
     column_dimension = conn.execute(_COLUMN_DIMENSION).fetchone()[0]
     if column_dimension > 0 and column_dimension != dimension:
-        raise EmbeddingError(f"the model makes {dimension}-dimension vectors and chunk.embedding holds "
+        raise EmbeddingError(f"the model makes {dimension}-dimension vectors and chunk_vector.embedding holds "
                              f"{column_dimension}: a model of another size needs a migration of the vector column")
     with conn.transaction():
         return conn.execute(_REGISTER_MODEL, {**dataclasses.asdict(embedder.identity), "dimension": dimension}
@@ -314,26 +317,52 @@ def _reuse_embedded(conn: psycopg.Connection[Any], scope: dict[str, Any]) -> int
         return conn.execute(_REUSE_BY_CONTENT_HASH.format(in_scope=_in_scope("pending.")), scope).rowcount
 
 
-def _timed_write(connections: queue.SimpleQueue[psycopg.Connection[Any]], hashes: list[str], vectors: np.ndarray,
-                 model_id: int, seconds: list[float]) -> int:
+@dataclass(frozen=True)
+class PendingText:
+    """A text to embed, and the chunks (ids and sources) that say it: its vector is written to each."""
+
+    content_hash: str
+    chunk_ids: list[int]
+    sources: list[str]
+
+
+def _timed_write(connections: queue.SimpleQueue[psycopg.Connection[Any]], texts: list[PendingText],
+                 vectors: np.ndarray, model_id: int, seconds: list[float]) -> int:
     conn = connections.get()  # a free writer connection: as many writes run at once as there are connections
     try:
         started = time.perf_counter()
-        written = _write_batch(conn, hashes, vectors, model_id)
+        written = write_vectors(conn, texts, vectors, model_id)
         seconds.append(time.perf_counter() - started)
         return written
     finally:
         connections.put(conn)
 
 
-def _write_batch(conn: psycopg.Connection[Any], hashes: list[str], vectors: np.ndarray, model_id: int) -> int:
+def write_vectors(conn: psycopg.Connection[Any], texts: list[PendingText], vectors: np.ndarray, model_id: int
+                  ) -> int:
+    """Each text's vector on every chunk that says it, in one transaction; the chunk rows written.
+
+    A chunk deleted since it was read (its release's documents rebuilt meanwhile) is skipped, not an error.
+    """
+    chunk_ids = [chunk_id for text in texts for chunk_id in text.chunk_ids]
+    sources = [source for text in texts for source in text.sources]
+    rows = np.repeat(vectors, [len(text.chunk_ids) for text in texts], axis=0)
+    try:
+        return _copy_vectors(conn, chunk_ids, sources, rows, model_id)
+    except psycopg.errors.ForeignKeyViolation:
+        still_there = {chunk_id for (chunk_id,) in conn.execute(_STILL_THERE, (chunk_ids,))}
+        keep = [chunk_id in still_there for chunk_id in chunk_ids]
+        return _copy_vectors(conn, list(itertools.compress(chunk_ids, keep)), list(itertools.compress(sources, keep)),
+                             rows[np.asarray(keep, dtype=bool)], model_id)
+
+
+def _copy_vectors(conn: psycopg.Connection[Any], chunk_ids: list[int], sources: list[str], rows: np.ndarray,
+                  model_id: int) -> int:
     with conn.transaction(), conn.cursor() as cursor:
-        cursor.execute(_CREATE_BATCH_TABLE)
-        with cursor.copy(_COPY_BATCH) as copy:
-            copy.set_types(["text", "vector"])
-            for content_hash, vector in zip(hashes, vectors, strict=True):
-                copy.write_row((content_hash, vector))
-        return cursor.execute(_APPLY_BATCH, {"model": model_id}).rowcount
+        cursor.execute(_DROP_REPLACED, (chunk_ids,))
+        with cursor.copy(COPY_VECTORS) as copy:
+            copy.write(copy_payload(chunk_ids, sources, model_id, rows))
+    return len(chunk_ids)
 
 
 def embed_pending(
@@ -377,10 +406,8 @@ def embed_pending(
           ThreadPoolExecutor(max_workers=1, thread_name_prefix="medrag-embed-read") as prefetch):
         try:
             register_vector(conn)
-            for _ in range(writers):
-                writer = writer_connections.enter_context(psycopg.connect(url, autocommit=True))
-                register_vector(writer)
-                free_writers.put(writer)
+            for _ in range(writers):  # they send vectors as COPY bytes (medrag.index.vector_copy): no adapters
+                free_writers.put(writer_connections.enter_context(psycopg.connect(url, autocommit=True)))
         except psycopg.ProgrammingError as error:
             raise EmbeddingError(f"the database has no pgvector type ({error}); run `medrag db migrate`") from error
         identity = embedder.identity
@@ -400,27 +427,29 @@ def embed_pending(
             total_texts, pending_texts = conn.execute(_COUNT_TEXTS, scope).fetchone()
             tracker = track(label, total=total_texts, unit="chunks", done=total_texts - pending_texts)
 
-            def read_window(after_hash: str) -> tuple[list[str], list[Any]]:
-                """The next window's hashes and word pieces, read and tokenised while the model runs."""
+            def read_window(after_hash: str) -> tuple[list[PendingText], list[Any]]:
+                """The next window's texts and word pieces, read and tokenised while the model runs."""
                 rows = reader.execute(_SELECT_PENDING_TEXTS, {**scope, "after": after_hash, "limit": batch_size}
                                       ).fetchall()
                 if not rows:  # all reused: the model is never loaded
                     return [], []
-                return [content_hash for content_hash, _ in rows], embedder.model.tokenize([text for _, text in rows])
+                return ([PendingText(content_hash, chunk_ids, chunk_sources)
+                         for content_hash, _, chunk_ids, chunk_sources in rows],
+                        embedder.model.tokenize([text for _, text, _, _ in rows]))
 
             writing: collections.deque[Future[int]] = collections.deque()
             reading = prefetch.submit(read_window, "")
             while (window := reading.result())[0]:
-                hashes, encodings = window
+                texts, encodings = window
                 # keyset paging: rows being written have hashes <= this, never re-read
-                reading = prefetch.submit(read_window, hashes[-1])
+                reading = prefetch.submit(read_window, texts[-1].content_hash)
                 started = time.perf_counter()
                 parts = _encode_window(embedder.model, encodings, embedder.batch_size, tracker, commit_texts)
                 for part, vectors in parts:
                     seconds_encode += time.perf_counter() - started
                     if len(writing) >= writers:
                         embedded += writing.popleft().result()  # `writers` writes in flight; an error surfaces here
-                    writing.append(background.submit(_timed_write, free_writers, [hashes[row] for row in part],
+                    writing.append(background.submit(_timed_write, free_writers, [texts[row] for row in part],
                                                      vectors, scope["model"], write_seconds))
                     started = time.perf_counter()
             while writing:
@@ -435,8 +464,8 @@ def embed_pending(
         started = time.perf_counter()
         rebuild_deferred_indexes(conn)
         seconds_index = time.perf_counter() - started if deferred else 0.0
-        # The planner's statistics for chunk (and its partial/vector indexes) are stale after a bulk fill.
-        conn.execute("ANALYZE chunk")
+        # The planner's statistics for chunk_vector (and its partial graphs) are stale after a bulk fill.
+        conn.execute("ANALYZE chunk_vector")
         busy = time.perf_counter() - started_stage
     return EmbedStats(
         reused=reused,
@@ -491,8 +520,8 @@ def vector_status(engine: Engine, embedder: DocumentEmbedder) -> VectorStatus:
     with psycopg.connect(libpq_url(engine.url.render_as_string(hide_password=False))) as conn:
         model = _known_model_id(conn, identity) or 0
         chunks, current = conn.execute(
-            "SELECT count(*), count(*) FILTER (WHERE embedding IS NOT NULL AND embedding_model_id = %(model)s) "
-            "FROM chunk", {"model": model}).fetchone()
+            "SELECT (SELECT count(*) FROM chunk), (SELECT count(*) FROM chunk_vector WHERE model_id = %(model)s)",
+            {"model": model}).fetchone()
     return VectorStatus(chunks=chunks, current=current, model=str(identity))
 
 
