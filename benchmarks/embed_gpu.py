@@ -203,10 +203,11 @@ def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
     del encoder
 
     report["stage"] = []
-    for position, (writers, commit_texts) in enumerate(args.stages):
+    for position, (writers, commit_texts, *batch) in enumerate(args.stages):
         if position:
             reset_vectors(url)
-        report["stage"].append(run_stage(url, model_path, args.device, best["batch_size"], writers, commit_texts))
+        report["stage"].append(run_stage(url, model_path, args.device, batch[0] if batch else best["batch_size"],
+                                         writers, commit_texts))
         print(f"stage: {report['stage'][-1]}", file=sys.stderr)
     forward = best["texts_per_s"]
     for item in report["stage"]:
@@ -222,21 +223,22 @@ def print_table(report: dict[str, Any]) -> None:
     forward = report["forward_only_best"]["texts_per_s"]
     print(f"device {report['device']}, {report['texts']:,} texts, {report['tokens_per_text_mean']} tokens each; "
           f"one forward call on one short text {report['forward_call_overhead_ms']} ms")
-    print(f"{'what':48} {'texts/s':>10} {'x forward-only':>15}")
+    print(f"{'what':62} {'texts/s':>10} {'x forward-only':>15}")
     for item in report["forward_only"]:
-        print(f"{'forward-only, batch ' + str(item['batch_size']):48} {item['texts_per_s']:>10,.0f} "
+        print(f"{'forward-only, batch ' + str(item['batch_size']):62} {item['texts_per_s']:>10,.0f} "
               f"{item['texts_per_s'] / forward:>15.3f}")
     encode = report["encode_path"]
-    print(f"{'encode path in memory, batch ' + str(encode['batch_size']):48} {encode['texts_per_s']:>10,.0f} "
+    print(f"{'encode path in memory, batch ' + str(encode['batch_size']):62} {encode['texts_per_s']:>10,.0f} "
           f"{encode['texts_per_s'] / forward:>15.3f}")
     st = report["sentence_transformers"]
-    print(f"{'sentence-transformers encode, batch ' + str(st['batch_size']):48} {st['texts_per_s']:>10,.0f} "
+    print(f"{'sentence-transformers encode, batch ' + str(st['batch_size']):62} {st['texts_per_s']:>10,.0f} "
           f"{st['texts_per_s'] / forward:>15.3f}")
     for item in report["stage"]:
-        label = f"stage fill, {item['writers']} writer(s), commits of {item['commit_texts']}"
-        print(f"{label:48} {item['fill_chunks_per_s']:>10,.0f} "
+        label = (f"stage fill, {item['writers']} writer(s), commits of {item['commit_texts']}, "
+                 f"batch {item['batch_size']}")
+        print(f"{label:62} {item['fill_chunks_per_s']:>10,.0f} "
               f"{item['fill_over_forward_only']:>15.3f}")
-        print(f"{'stage with vector graphs (' + str(item['index_seconds']) + ' s of it)':48} "
+        print(f"{'stage with vector graphs (' + str(item['index_seconds']) + ' s of it)':62} "
               f"{item['stage_chunks_per_s']:>10,.0f} {item['stage_over_forward_only']:>15.3f}")
     agree = report["agreement"]
     print(f"agreement with sentence-transformers float32 on {agree['texts']} texts: cosine min {agree['cosine_min']}, "
@@ -253,7 +255,8 @@ def main() -> None:
                         default=[1024, 2048, 4096])
     parser.add_argument("--stages", type=lambda text: [tuple(int(x) for x in item.split(":")) for item in
                                                        text.split(",")], default=[(1, 1024), (8, 1024), (8, 4096)],
-                        help="stage runs as writers:commit_texts, comma-separated")
+                        help="stage runs as writers:commit_texts[:batch_size], comma-separated (batch size: the "
+                             "best forward-only one unless given)")
     parser.add_argument("--st-sample", type=int, default=10000, help="texts sentence-transformers is timed on")
     parser.add_argument("--limit", type=int, help="load only this many chunks (a quick check on a CPU)")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "embed_gpu.json")

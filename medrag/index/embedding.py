@@ -137,10 +137,13 @@ CPU_BATCH_TEXTS = 64
 # first refresh's stage ran at 111.9 chunks/s (bare model 125.5/s), against 100.9 (115.1) with batches of 64 in
 # an earlier run on the same kind of 2-core machine (docs/results/bench_ingest.json).
 INT8_BATCH_TEXTS = 1
-# Writes in flight at once on a GPU, where the database, not the model, sets the pace: one connection's COPY +
-# UPDATE filled 4,461 chunks/s, 4 filled 9,942, 8 filled 13,554 (an H200 with 16 cores; 16 writers were no faster
-# than 8 in another run). The rows of different writes never overlap. See docs/results/bench_embed_gpu.json.
-CUDA_WRITERS = 8
+# On a GPU the model outruns one writer: with vectors COPYed into chunk_vector, one connection filled 12,833
+# chunks/s and 8 filled 15,959 (commits of 1,024); in another run 4, 8 and 16 writers filled 15,554, 13,983 and
+# 13,828 (commits of 4,096), within that run's noise: four is where the database stops being the limit. Commits of
+# 4,096 filled 9-10% faster than of 1,024 in three runs. An H200 with 16 cores; docs/results/bench_embed_gpu.json.
+# The rows of different writes never overlap.
+CUDA_WRITERS = 4
+CUDA_COMMIT_TEXTS = 4096
 # A source's vector graph is dropped and built again after the fill when the fill at least doubles it and adds
 # this many rows: one CREATE INDEX (parallel, in maintenance_work_mem) costs a fraction of row-by-row inserts
 # (10,000 ICD-10-CM vectors: 18.6 s inserted one by one into the m=24 graph, 5.3 s built at once), and the inserts
@@ -374,16 +377,16 @@ def embed_pending(
     shard: int = 0,
     shards: int | None = None,
     label: str = "embed",
-    commit_texts: int = COMMIT_TEXTS,
+    commit_texts: int | None = None,
     writers: int | None = None,
 ) -> EmbedStats:
     """Give every chunk without a vector of this model one: reuse by content_hash first, then encode each new text once.
 
     Texts are read in windows of `batch_size` (keyset on content_hash), their vectors written and committed
-    `commit_texts` at a time, so a run killed midway keeps what it wrote and the next run does only the rest. With
-    `shards`, only the texts of shard number `shard` (0-based): that many workers can run at once. `writers`
-    writes run at once (default: one on a CPU, where the model needs the cores; CUDA_WRITERS on a GPU, which
-    outruns one writer).
+    `commit_texts` at a time (COMMIT_TEXTS; CUDA_COMMIT_TEXTS on a GPU), so a run killed midway keeps what it wrote
+    and the next run does only the rest. With `shards`, only the texts of shard number `shard` (0-based): that many
+    workers can run at once. `writers` writes run at once (default: one on a CPU, where the model needs the cores;
+    CUDA_WRITERS on a GPU, which outruns one writer).
     """
     if shards is not None and not 0 <= shard < shards:
         raise EmbeddingError(f"shard {shard} is not one of 0..{shards - 1}")
@@ -395,7 +398,9 @@ def embed_pending(
     # while the next texts are read and tokenised on `reader` and encoded here, so the stage runs close to the
     # model's bare rate.
     url = libpq_url(engine.url.render_as_string(hide_password=False))
-    writers = writers or (CUDA_WRITERS if embedder.device == "cuda" else 1)
+    on_gpu = embedder.device == "cuda"
+    writers = writers or (CUDA_WRITERS if on_gpu else 1)
+    commit_texts = commit_texts or (CUDA_COMMIT_TEXTS if on_gpu else COMMIT_TEXTS)
     seconds_encode = seconds_index = 0.0
     write_seconds: list[float] = []
     embedded = 0

@@ -13,8 +13,9 @@ from medrag.index.encoder import BatchEncoder, TokenBatch
 
 # Texts per batch on a GPU, where a batch of 64 leaves the card mostly idle (sentence-transformers' encode at
 # batch 64 ran at 1.5% of the model's forward-only rate on an H200). Forward-only, shapes warmed, the real chunk
-# texts: 62,894 texts/s at 1024, 64,239 at 2048, 64,182 at 4096; the stage's best fill was at 1024 in windows of
-# 4,096. See docs/results/bench_embed_gpu.json.
+# texts: 62,894 texts/s at 1024, 64,239 at 2048, 64,182 at 4096. The stage filled 13,888, 14,454 and 13,983
+# chunks/s at 1024, 2048 and 4096 in one run (windows of 4,096): the same within its noise, and 1024 pads least.
+# See docs/results/bench_embed_gpu.json.
 CUDA_BATCH_TEXTS = 1024
 
 
