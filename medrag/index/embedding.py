@@ -27,7 +27,7 @@ from medrag.core.config import Settings
 from medrag.core.db import libpq_url
 from medrag.core.errors import MedragError
 from medrag.core.progress import Tracker, track
-from medrag.index.encoder import BatchEncoder, UnsupportedModelError
+from medrag.index.encoder import BatchEncoder, TokenBatch, UnsupportedModelError
 from medrag.index.onnx_model import (
     BACKEND_ONNX_INT8,
     BACKEND_TORCH,
@@ -137,11 +137,10 @@ CPU_BATCH_TEXTS = 64
 # first refresh's stage ran at 111.9 chunks/s (bare model 125.5/s), against 100.9 (115.1) with batches of 64 in
 # an earlier run on the same kind of 2-core machine (docs/results/bench_ingest.json).
 INT8_BATCH_TEXTS = 1
-# On a GPU the model outruns one writer: with vectors COPYed into chunk_vector, one connection filled 12,833
-# chunks/s and 8 filled 15,959 (commits of 1,024); in another run 4, 8 and 16 writers filled 15,554, 13,983 and
-# 13,828 (commits of 4,096), within that run's noise: four is where the database stops being the limit. Commits of
-# 4,096 filled 9-10% faster than of 1,024 in three runs. An H200 with 16 cores; docs/results/bench_embed_gpu.json.
-# The rows of different writes never overlap.
+# On a GPU the model outruns one writer: with vectors COPYed into chunk_vector, one connection filled 15,914
+# chunks/s and four 18,764 (run 7); with the stages interleaved, four filled 19,147 and 17,207, eight 17,599 and
+# 20,287 (run 8): four is where more writers stop helping. Commits of 4,096 filled 9-10% faster than of 1,024 in
+# three runs. An H200 with 16 cores; docs/results/bench_embed_gpu.json. The rows of different writes never overlap.
 CUDA_WRITERS = 4
 CUDA_COMMIT_TEXTS = 4096
 # A source's vector graph is dropped and built again after the fill when the fill at least doubles it and adds
@@ -432,24 +431,25 @@ def embed_pending(
             total_texts, pending_texts = conn.execute(_COUNT_TEXTS, scope).fetchone()
             tracker = track(label, total=total_texts, unit="chunks", done=total_texts - pending_texts)
 
-            def read_window(after_hash: str) -> tuple[list[PendingText], list[Any]]:
-                """The next window's texts and word pieces, read and tokenised while the model runs."""
+            def read_window(after_hash: str) -> tuple[list[PendingText], list[TokenBatch]]:
+                """The next window's texts and padded batches, read, tokenised and padded while the model runs."""
                 rows = reader.execute(_SELECT_PENDING_TEXTS, {**scope, "after": after_hash, "limit": batch_size}
                                       ).fetchall()
                 if not rows:  # all reused: the model is never loaded
                     return [], []
+                model = embedder.model
                 return ([PendingText(content_hash, chunk_ids, chunk_sources)
                          for content_hash, _, chunk_ids, chunk_sources in rows],
-                        embedder.model.tokenize([text for _, text, _, _ in rows]))
+                        list(model.batches(model.tokenize([text for _, text, _, _ in rows]), embedder.batch_size)))
 
             writing: collections.deque[Future[int]] = collections.deque()
             reading = prefetch.submit(read_window, "")
             while (window := reading.result())[0]:
-                texts, encodings = window
+                texts, batches = window
                 # keyset paging: rows being written have hashes <= this, never re-read
                 reading = prefetch.submit(read_window, texts[-1].content_hash)
                 started = time.perf_counter()
-                parts = _encode_window(embedder.model, encodings, embedder.batch_size, tracker, commit_texts)
+                parts = _encode_window(embedder.model, batches, tracker, commit_texts)
                 for part, vectors in parts:
                     seconds_encode += time.perf_counter() - started
                     if len(writing) >= writers:
@@ -483,12 +483,12 @@ def embed_pending(
     )
 
 
-def _encode_window(model: BatchEncoder, encodings: list[Any], batch_size: int, tracker: Tracker,
+def _encode_window(model: BatchEncoder, batches: list[TokenBatch], tracker: Tracker,
                    commit_texts: int) -> Iterator[tuple[list[int], np.ndarray]]:
     """A window's vectors as they are made, about commit_texts at a time: (the texts' positions, their vectors)."""
     rows: list[int] = []
     vectors: list[np.ndarray] = []
-    for batch_rows, batch_vectors in model.run_all(model.batches(encodings, batch_size)):
+    for batch_rows, batch_vectors in model.run_all(batches):
         rows += batch_rows
         vectors.append(batch_vectors)
         tracker.advance(len(batch_rows))
