@@ -48,7 +48,7 @@ EMBED_TEXT_SQL = "coalesce(embedding_text, coalesce(heading || E'\\n', '') || te
 
 # A chunk is pending when it has no vector made by the model and backend configured now (%(model)s): a vector of
 # another model, or one whose maker was never recorded, would be a point in another space.
-def _pending(table: str = "") -> str:
+def _pending(table: str) -> str:
     return f"NOT EXISTS (SELECT 1 FROM chunk_vector AS own WHERE own.chunk_id = {table}id AND own.model_id = %(model)s)"
 
 
