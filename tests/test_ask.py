@@ -523,3 +523,14 @@ def test_text_other_determinations_repeat_word_for_word_is_counted(indexed_engin
     own = "Lead-in:\n- The patient must be in a major depressive disorder (MDD) episode for two years."
     counts = repeated_elsewhere(indexed_engine, [unit(ced), unit(own), unit(ced, "hcpcs")])
     assert counts[0] >= 2 and counts[1] == 0 and counts[2] == 0  # a code's lines are never counted
+
+
+def test_the_repeated_text_probe_reads_the_policy_chunks_own_full_text_index(indexed_engine):
+    """Each probe is looked up in chunk_policy_tsv_gin (migration 0021), whose posting lists hold no code document."""
+    from medrag.answer.scoring import _REPEATED_SQL
+
+    with indexed_engine.connect() as conn:
+        conn.execute(text("SET enable_seqscan = off"))  # the test corpus is small enough to scan otherwise
+        plan = "\n".join(conn.execute(text(f"EXPLAIN {_REPEATED_SQL.text}"), {
+            "probes": ["the study has a written protocol that clearly"]}).scalars())
+    assert "chunk_policy_tsv_gin" in plan and "chunk_tsv_gin" not in plan

@@ -119,6 +119,9 @@ class Chunk(Base):
     __table_args__ = (
         UniqueConstraint("document_id", "ordinal"),
         Index("chunk_tsv_gin", "tsv", postgresql_using="gin"),
+        # policy documents only (migration 0021): an answer's boilerplate probes (medrag.answer.scoring)
+        Index("chunk_policy_tsv_gin", "tsv", postgresql_using="gin",
+              postgresql_where=text("source <> ALL ('{hcpcs,icd10cm}'::text[])")),
         Index("chunk_content_hash", "content_hash"),
     )
 
