@@ -390,12 +390,10 @@ def embed_pending(
     if shards is not None and not 0 <= shard < shards:
         raise EmbeddingError(f"shard {shard} is not one of 0..{shards - 1}")
     scope: dict[str, Any] = {"shard": shard, "shards": shards, "sources": sources}
-    from pgvector.psycopg import register_vector
-
-    # Private connections: registering pgvector's binary adapters on a pooled one would change what every later
-    # user of that pooled connection gets back for vector columns. Vectors are written on their own connections
-    # while the next texts are read and tokenised on `reader` and encoded here, so the stage runs close to the
-    # model's bare rate.
+    # Connections of the stage's own, one per concurrent use: vectors are written on `writers` connections while
+    # the next texts are read, tokenised and padded on `reader` and encoded here, so the stage runs close to the
+    # model's bare rate. Vectors travel as COPY bytes (medrag.index.vector_copy) and are reused in SQL: no
+    # connection needs pgvector's adapters.
     url = libpq_url(engine.url.render_as_string(hide_password=False))
     on_gpu = embedder.device == "cuda"
     writers = writers or (CUDA_WRITERS if on_gpu else 1)
@@ -408,12 +406,10 @@ def embed_pending(
           contextlib.ExitStack() as writer_connections,
           ThreadPoolExecutor(max_workers=writers, thread_name_prefix="medrag-embed-write") as background,
           ThreadPoolExecutor(max_workers=1, thread_name_prefix="medrag-embed-read") as prefetch):
-        try:
-            register_vector(conn)
-            for _ in range(writers):  # they send vectors as COPY bytes (medrag.index.vector_copy): no adapters
-                free_writers.put(writer_connections.enter_context(psycopg.connect(url, autocommit=True)))
-        except psycopg.ProgrammingError as error:
-            raise EmbeddingError(f"the database has no pgvector type ({error}); run `medrag db migrate`") from error
+        if conn.execute("SELECT to_regtype('vector')").fetchone()[0] is None:
+            raise EmbeddingError("the database has no pgvector type; run `medrag db migrate`")
+        for _ in range(writers):
+            free_writers.put(writer_connections.enter_context(psycopg.connect(url, autocommit=True)))
         identity = embedder.identity
         # 0 is no model's id: before its first use every chunk is pending for it
         scope["model"] = _known_model_id(conn, identity) or 0
