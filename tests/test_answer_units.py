@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import text
 
 from medrag.answer.context import ContextSource
 from medrag.answer.evidence import Evidence
-from medrag.answer.extractive import extractive_answer
+from medrag.answer.extractive import ANSWER_WORDS, extractive_answer
 from medrag.answer.reading import ChunkRead, merge_chunks
 from medrag.answer.scoring import question_kind, rank_units, unit_pool
 from medrag.answer.units import ITEM, LIST, SENTENCE, document_units, line_units
@@ -40,6 +41,10 @@ def test_chunks_that_repeat_the_end_of_the_one_before_are_read_once():
     assert merge_chunks([first, second]) == (
         "Group I:\n\n- An arterial PO2 at or below 55 mm Hg, taken at rest;or\n- An arterial PO2 taken during sleep.")
     assert merge_chunks(["One sentence.", "Another one."]) == "One sentence.\n\nAnother one."
+    # the overlap is a lead-in shorter than the probe, followed in the next chunk by a blank line and its list
+    lead = "The team must include, at a minimum:"
+    assert merge_chunks([f"Collectively, the team decides.\n\n{lead}", f"{lead}\n\n- A physician.\n- A nurse."]) == (
+        f"Collectively, the team decides.\n\n{lead}\n\n- A physician.\n- A nurse.")
 
 
 def test_a_list_is_a_unit_with_its_lead_in_and_no_fragment_or_boilerplate_is_one():
@@ -205,3 +210,48 @@ def test_the_question_type_is_read_in_sql(engine):
         "A patient has treatment-resistant depression. Will Medicare pay for a vagus nerve stimulator?",
         "How many cardiovascular disease risk reduction visits can a practice bill?",
         "What must each CVD visit include each year?")] == ["coverage", "frequency", "frequency"]
+
+
+def test_a_long_criteria_list_is_quoted_whole_beyond_the_word_budget_under_one_lead_in(engine):
+    # ten criteria of about 20 words each: too long to be one unit, so each is an item; the answer quotes them all
+    findings = ["an ulcer", "a fracture", "an infection", "a contracture", "an amputation", "a burn", "a graft",
+                "a fistula", "an abscess", "a hematoma"]
+    places = ["foot", "hand", "hip", "knee", "spine", "shoulder", "elbow", "wrist", "ankle", "neck"]
+    criteria = "\n".join(f"- Criterion {n}: {finding} of the {place} documented by {doctor} within {n + 2} weeks "
+                         "of the first visit to the clinic;"
+                         for n, (finding, place, doctor) in enumerate(zip(findings, places, [
+                             "a surgeon", "an internist", "a podiatrist", "a physiatrist", "a nurse practitioner",
+                             "a dermatologist", "an orthopedist", "a neurologist", "a rheumatologist",
+                             "a geriatrician"], strict=True), start=1))
+    text = f"""B. Nationally Covered Indications
+
+Sprocket therapy is covered for beneficiaries who meet all of the following criteria:
+
+{criteria}
+
+Sprocket therapy is covered in the home setting."""
+    sources = [_source(1, "ncd", "999.3", "Sprocket Therapy", text)]
+    answer = _answer(engine, "Who qualifies for sprocket therapy?", sources)
+    quoted = next(text for text in answer if "Criterion 1:" in text)
+    assert quoted.startswith("Sprocket therapy is covered for beneficiaries who meet all of the following criteria:\n")
+    assert quoted.count("all of the following criteria") == 1
+    assert [line.split()[2] for line in quoted.split("\n")[1:]] == [f"{n}:" for n in range(1, 11)]
+    assert sum(len(text.split()) for text in answer) > ANSWER_WORDS
+
+
+def test_a_code_question_gets_the_listed_codes_together_as_one_quote(indexed_engine):
+    # twenty real HCPCS supply codes (a quoted code must exist), listed as an LCD lists them
+    with indexed_engine.connect() as conn:
+        rows = conn.execute(text(
+            "SELECT h.code, upper(h.short_description) FROM hcpcs_code h JOIN release r ON r.id = h.release_id "
+            "AND r.is_current WHERE h.code LIKE 'A4%' AND h.kind = 'procedure' ORDER BY h.code LIMIT 20")).all()
+    listing = "\n".join(f"- {code} {description} FOR HOME SPROCKET MONITOR" for code, description in rows)
+    source = _source(1, "lcd", "L99999", "Sprocket Monitors", listing)
+    source.evidence.exact = True  # the question names the LCD
+    source.units = (document_units(1, [("Coverage Indications, Limitations, and/or Medical Necessity",
+                                        "Sprocket monitors are covered for beneficiaries with sprocket syndrome.")])
+                    + line_units(1, listing, "HCPCS codes", start=1))
+    answer = _answer(indexed_engine, "Which HCPCS codes for sprocket monitor supplies does LCD L99999 list?", [source])
+    quoted = [text for text in answer if rows[0][0] in text]
+    assert len(rows) == 20 and len(quoted) == 1
+    assert [line.split()[1] for line in quoted[0].split("\n")] == [code for code, _ in rows]

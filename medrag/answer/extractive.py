@@ -14,9 +14,9 @@ from collections.abc import Callable
 from sqlalchemy import Engine, text
 
 from medrag.answer.context import WITHHELD, ContextSource
-from medrag.answer.scoring import CONDITION_TYPES, ScoredUnit, states_coverage
+from medrag.answer.scoring import CODE_QUESTION, CONDITION_TYPES, ScoredUnit, states_coverage
 from medrag.answer.structured import DraftSentence
-from medrag.answer.units import ITEM, LIST, SENTENCE
+from medrag.answer.units import ITEM, LIST, LISTING, SENTENCE
 from medrag.answer.validate import STOPWORDS, Validator, content_words, stem
 
 # A readable answer: about this many words, plus the criteria list the question asks for.
@@ -29,6 +29,10 @@ ANSWER_WORDS = 150
 ANSWERABLE_PROBABILITY = 0.15
 MIN_PROBABILITY = 0.1
 RELATIVE_PROBABILITY = 0.25
+# The list a question asks for (its criteria, an LCD's codes) is quoted beyond ANSWER_WORDS, up to this many words
+# of it. Chosen on answers_dev.jsonl, fact recall / longest answer in words: 150 0.919 / 299, 250 0.941 / 400,
+# 350 0.941 / 480, 500 0.941 / 605, unbounded 0.941 / 976.
+ASKED_LIST_WORDS = 250
 # Two units whose content words overlap this much say the same thing.
 SAME_THING = 0.8
 
@@ -47,6 +51,23 @@ def _split_lead(text: str) -> tuple[str, str]:
 def _lead(item: ScoredUnit) -> str:
     """The lead-in an item is quoted under ("" for a sentence or a whole list)."""
     return _split_lead(item.unit.text)[0] if item.unit.kind == ITEM else ""
+
+
+def _asked_list(item: ScoredUnit, question_type: str | None) -> tuple[int, str] | None:
+    """(source, list) when the unit belongs to the list the question asks for, else None: the criteria list (one
+    lead-in) of a question about conditions, or a listing section (an LCD's codes, its contractors) of a question
+    about codes, whose lines are the list."""
+    if question_type in CONDITION_TYPES and item.unit.kind in (LIST, ITEM):
+        return item.source.n, _lead(item)
+    if question_type == CODE_QUESTION and _in_listing(item):
+        return item.source.n, item.unit.section
+    return None
+
+
+def _in_listing(item: ScoredUnit) -> bool:
+    """A line of a document's listing section (an LCD's codes or contractors); a code document's own lines (its
+    description, its category) are facts about one code, not a list."""
+    return item.unit.place == LISTING and bool(item.unit.section)
 
 
 def _redundant(item: ScoredUnit, chosen: list[ScoredUnit]) -> bool:
@@ -71,25 +92,41 @@ def _whole_lists(pool: list[ScoredUnit]) -> dict[tuple[int, str], ScoredUnit]:
     return lists
 
 
+def _quoted_with(item: ScoredUnit) -> tuple[tuple[int, str, str], str, str] | None:
+    """(group, lead-in, line) for a unit quoted together with others chosen apart: an item under its list's lead-in,
+    a line of a listing section with the section's other lines; None for a unit quoted on its own."""
+    lead = _lead(item)
+    if lead:
+        return (item.source.n, "list", lead), lead, "- " + _split_lead(item.unit.text)[1]
+    if _in_listing(item):
+        return (item.source.n, LISTING, item.unit.section), "", item.unit.text
+    return None
+
+
+def _quotes(chosen: list[ScoredUnit]) -> int:
+    """How many quotes the chosen units make once grouped (what max_sentences counts)."""
+    groups = [_quoted_with(item) for item in chosen]
+    return len({group[0] for group in groups if group}) + sum(1 for group in groups if group is None)
+
+
 def _merge_items(chosen: list[ScoredUnit]) -> list[tuple[ContextSource, int, str]]:
-    """(source, position, text) to quote: items of one list chosen apart are quoted together under their lead-in, in
-    the order the document gives them."""
+    """(source, position, text) to quote: items of one list chosen apart are quoted together under their lead-in, and
+    the lines of one listing together, in the order the document gives them."""
     quoted: list[tuple[ContextSource, int, str]] = []
-    lists: dict[tuple[int, str], tuple[int, list[tuple[int, str]]]] = {}  # -> (index in quoted, its items)
+    groups: dict[tuple[int, str, str], tuple[int, str, list[tuple[int, str]]]] = {}  # -> (index, lead-in, lines)
     for item in chosen:
-        unit, lead = item.unit, _lead(item)
-        if lead:
-            line = (unit.position, _split_lead(unit.text)[1])
-            key = (item.source.n, lead)
-            if key in lists:
-                lists[key][1].append(line)
+        unit, grouped = item.unit, _quoted_with(item)
+        if grouped is not None:
+            key, lead, line = grouped
+            if key in groups:
+                groups[key][2].append((unit.position, line))
                 continue
-            lists[key] = (len(quoted), [line])
+            groups[key] = (len(quoted), lead, [(unit.position, line)])
         quoted.append((item.source, unit.position, unit.text))
-    for (_, lead), (index, lines) in lists.items():
+    for index, lead, lines in groups.values():
         if len(lines) > 1:
             source, position, _ = quoted[index]
-            quoted[index] = (source, position, lead + "\n" + "\n".join(f"- {line}" for _, line in sorted(lines)))
+            quoted[index] = (source, position, "\n".join([lead] * bool(lead) + [line for _, line in sorted(lines)]))
     return quoted
 
 
@@ -118,19 +155,22 @@ def extractive_answer(pool: list[ScoredUnit], validator: Validator, *, max_sente
     # one criterion of a short list is quoted with its siblings: "all of the following" read in part misleads
     whole_lists = _whole_lists(pool)
     chosen: list[ScoredUnit] = []
-    words, criteria_list = 0, False
+    words = asked_words = 0
+    asked_list: tuple[int, str] | None = None  # the list asked for (_asked_list), quoted beyond the budget
     leads: set[tuple[int, str]] = set()  # a lead-in shared by items quoted together is read, and counted, once
     for item in order:
-        if len(chosen) >= max_sentences:
-            break
+        if _quotes(chosen) >= max_sentences and _quotes([*chosen, item]) > max_sentences:
+            continue
         whole = whole_lists.get((item.source.n, _lead(item))) if item.unit.kind == ITEM else None
         if whole is not None and _lines(item) <= _lines(whole):
             item = whole
         if item in chosen or _redundant(item, chosen):
             continue
-        is_list = item.unit.kind in (LIST, ITEM)
-        beyond_budget = is_list and question_type in CONDITION_TYPES and not criteria_list
         lead = (item.source.n, _lead(item))
+        asked = _asked_list(item, question_type)
+        # the list asked for is quoted whole: its first unit and every other one of the same list
+        beyond_budget = (asked is not None and asked_list in (None, asked)
+                         and asked_words + item.unit.words <= ASKED_LIST_WORDS)
         size = item.unit.words - (len(lead[1].split()) if lead in leads else 0)
         if not beyond_budget and chosen and words + size > ANSWER_WORDS:
             continue
@@ -139,7 +179,8 @@ def extractive_answer(pool: list[ScoredUnit], validator: Validator, *, max_sente
         chosen.append(item)
         leads.add(lead)
         if beyond_budget:
-            criteria_list = True
+            asked_list = asked
+            asked_words += item.unit.words
         else:
             words += size
     first, rest = chosen[:1], sorted(chosen[1:], key=lambda item: (item.source.n, item.unit.position))

@@ -23,6 +23,8 @@ CODE_SOURCES = code_kind_names()
 # Chosen on answers_dev.jsonl by fact recall (docs/evaluation.md): 0.03 and 0.05 gave 0.731, 0.08 0.773, 0.12 0.778.
 FOCUS_MARGIN = 0.12
 FOCUS_DOCUMENTS = 2
+# A shorter head shared by two chunks ("- A", "Note:") is as likely a coincidence as the chunker's overlap.
+MIN_OVERLAP_CHARS = 12
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,11 @@ def merge_chunks(texts: list[str]) -> str:
 
 def _after_overlap(before: str, text_: str) -> str:
     """What text_ adds to before: the part after the longest head of text_ that before ends with."""
-    probe = text_[:40]
+    # The probe stays within text_'s first line: a repeated lead-in shorter than the probe ("The team must include,
+    # at a minimum:") ends the chunk before without the blank line and list that follow it in text_.
+    probe = text_[:40].split("\n", 1)[0]
+    if len(probe) < MIN_OVERLAP_CHARS:
+        return "\n\n" + text_
     start = before.find(probe, max(0, len(before) - 3000)) if probe else -1
     while start != -1:
         tail = before[start:]

@@ -49,6 +49,8 @@ _THRESHOLD = re.compile(
     r"or\s+(?:more|less|older|younger))\b", re.IGNORECASE)
 # Questions whose answer is a set of conditions: who qualifies, and "is X covered?" (covered when ...).
 CONDITION_TYPES = ("eligibility", "coverage", "frequency")
+# A question about codes (medrag_question_type): what a code describes, which codes or contractors an LCD lists.
+CODE_QUESTION = "code"
 # Units embedded one by one (the best by chunk similarity and words held): embedding every unit of a long
 # determination costs a second on 2 cores; the others are measured by the stored vector of their chunk.
 EMBED_UNITS = 24

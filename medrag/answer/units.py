@@ -18,7 +18,8 @@ SENTENCE = "sentence"
 LIST = "list"
 ITEM = "item"
 # Where a unit stands; the order is only for reading. The answer's scorer weighs each (medrag/data).
-PLACES = ("covered", "noncovered", "other", "background", "reference", "listing")
+LISTING = "listing"  # a line-per-thing section: an LCD's contractors and codes
+PLACES = ("covered", "noncovered", "other", "background", "reference", LISTING)
 # A list longer than this is quoted item by item (each with its lead-in), not whole.
 LIST_MAX_WORDS = 140
 MAX_SENTENCE_WORDS = 80
