@@ -98,7 +98,7 @@ class TokenCounter:
         """Counts straight from the tokenizer; batches only when large, as a batch call costs a thread pool."""
         if len(texts) < _BATCH_THRESHOLD:
             return [len(self._tokenizer.encode(text, add_special_tokens=False).ids) for text in texts]
-        return [len(encoding.ids) for encoding in self._tokenizer.encode_batch(texts, add_special_tokens=False)]
+        return [len(encoding) for encoding in self._tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
 
     def budget(self, max_seq_length: int | None = None) -> int:
         """Word pieces a text may have so that, with the special tokens added, nothing is truncated."""
