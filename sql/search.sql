@@ -214,7 +214,7 @@ AS $$
         WHEN q ~ '\m(how often|how frequently|frequency|how many ([a-z-]+ ){0,5}(times|sessions|visits|treatments|tests|screenings)|intervals?|every [0-9]+|(per|each) (year|month)|times a (year|month))\M'
             THEN 'frequency'
         WHEN q ~ '\m(codes?|hcpcs|icd-10-cm|icd-10|icd|describes?|contractors?|states?)\M' THEN 'code'
-        WHEN q ~ '\m(eligible|eligibility|qualif[a-z]*|criteria|requirements?|required|who|when|which)\M'
+        WHEN q ~ '\m(eligible|eligibility|qualif[a-z]*|criteria|requirements?|require[ds]?|who|when|which)\M'
                   OR q ~ '(^|[.?!]\s+)what\M[a-z -]{0,60}\m(tests|conditions|patients|services|indications|procedures|devices)\M'
             THEN 'eligibility'
         -- any sentence of the question may ask it: a coder's question often states the case first

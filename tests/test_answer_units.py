@@ -210,6 +210,9 @@ def test_the_question_type_is_read_in_sql(engine):
         "A patient has treatment-resistant depression. Will Medicare pay for a vagus nerve stimulator?",
         "How many cardiovascular disease risk reduction visits can a practice bill?",
         "What must each CVD visit include each year?")] == ["coverage", "frequency", "frequency"]
+    # "require" asks for criteria as "required" and "requirements" do
+    assert question_kind(engine, "What angina severity does Medicare require before it pays for ECP?"
+                         ).question_type == "eligibility"
 
 
 def test_a_long_criteria_list_is_quoted_whole_beyond_the_word_budget_under_one_lead_in(engine):
