@@ -3,7 +3,9 @@
 Run against the indexed database of `make run` (MEDRAG_HOME / DATABASE_URL as for the CLI):
   .venv/bin/python benchmarks/search.py [--questions eval/retrieval_dev.jsonl] [--scale 300000] [--out ...]
 Part 1 (real corpus, warm): p50/p95 of query embedding (ONNX) and of the medrag_search SQL, per query.
-Part 2 (scale): a scratch database with `--scale` chunks: real texts and real vectors, each copied with small
+Part 2 (concurrency, --clients): medrag_search alone on 1, 2 and 8 connections at once, closed loop: statements/s and
+p50/p95, the bound the database sets before any server's own Python.
+Part 3 (scale): a scratch database with `--scale` chunks: real texts and real vectors, each copied with small
 Gaussian noise (renormalised) so the copies keep the real clusters; sources in the real proportions. For
 unfiltered and filtered (one source, one key) queries: p95 of medrag_search and recall@10 of its vector leg
 (medrag_nearest: the HNSW index of each source) against exact search (sequential scan) on the same filter.
@@ -17,6 +19,7 @@ import os
 import platform
 import random
 import statistics
+import threading
 import time
 from pathlib import Path
 
@@ -141,12 +144,43 @@ def recall_and_latency(url: str, queries: list[tuple[str, list[float]]], filters
     return {"filter": label, "recall_at_10": round(statistics.fmean(recalls), 4), "search": pct(search_ms)}
 
 
+def concurrent_sql(url: str, queries: list[tuple[str, list[float]]], clients: int, seconds: float) -> dict[str, object]:
+    """medrag_search alone, `clients` connections each running the queries back to back for `seconds`: the bound
+    the database puts on a server's latency at that concurrency, before any Python of its own."""
+    latencies: list[float] = []
+    lock = threading.Lock()
+    deadline = time.perf_counter() + seconds
+
+    def client(offset: int) -> None:
+        with psycopg.connect(libpq_url(url)) as conn:
+            position = offset
+            while time.perf_counter() < deadline:
+                question, vector = queries[position % len(queries)]
+                position += 1
+                started = time.perf_counter()
+                conn.execute("SELECT * FROM medrag_search(%s::vector, %s, 10, '{}'::jsonb)",
+                             (vector_literal(vector), question)).fetchall()
+                with lock:
+                    latencies.append((time.perf_counter() - started) * 1000)
+
+    threads = [threading.Thread(target=client, args=(index * len(queries) // clients,)) for index in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return {"clients": clients, "seconds": seconds, "statements_per_s": round(len(latencies) / seconds, 1),
+            **pct(latencies)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--questions", type=Path, default=REPO / "eval" / "retrieval_dev.jsonl")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--scale", type=int, default=300_000)
     parser.add_argument("--scale-queries", type=int, default=100)
+    parser.add_argument("--clients", default="1,2,8",
+                        help="connections running medrag_search at once, comma-separated ('' to skip)")
+    parser.add_argument("--seconds", type=float, default=20.0, help="how long each --clients run lasts")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "search.json")
     args = parser.parse_args()
 
@@ -159,6 +193,19 @@ def main() -> None:
     print(f"  query embedding  p50 {real['embed']['p50_ms']:>7} ms  p95 {real['embed']['p95_ms']:>7} ms")
     print(f"  medrag_search    p50 {real['sql']['p50_ms']:>7} ms  p95 {real['sql']['p95_ms']:>7} ms  (goal p95 <= 30)")
     print(f"  vector leg recall@10 vs exact search: {real['vector_recall_at_10']}")
+
+    clients = [int(value) for value in args.clients.split(",") if value.strip()]
+    if clients:
+        embedder = query_embedder()
+        queries = [(question, embedder.embed(question)) for question in questions]
+        print(f"\nmedrag_search alone, closed loop, {args.seconds:.0f} s per row")
+        print(f"  {'clients':>7} {'per s':>7} {'p50 ms':>8} {'p95 ms':>8}")
+        rows = []
+        for count in clients:
+            rows.append(concurrent_sql(url, queries, count, args.seconds))
+            print(f"  {count:>7} {rows[-1]['statements_per_s']:>7} {rows[-1]['p50_ms']:>8} {rows[-1]['p95_ms']:>8}",
+                  flush=True)
+        report["concurrent"] = rows
 
     if args.scale:
         embedder = query_embedder()

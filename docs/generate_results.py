@@ -145,6 +145,13 @@ def render_bench_search(report: dict[str, Any]) -> list[str]:
                    [[name, real[key].get("p50_ms"), real[key].get("p95_ms"), real[key].get("mean_ms"),
                      real[key].get("n")] for name, key in (("query embedding", "embed"), ("medrag_search", "sql"))
                     if key in real])
+    concurrent = report.get("concurrent")
+    if concurrent:
+        lines.append("medrag_search alone (SQL, no server), each connection running the questions back to back:")
+        lines.append("")
+        lines += table(["connections at once", "statements/s", "p50 ms", "p95 ms"],
+                       [[row.get("clients"), row.get("statements_per_s"), row.get("p50_ms"), row.get("p95_ms")]
+                        for row in concurrent])
     scale = report.get("scale")
     if scale:
         lines.append(f"At scale: {cell(scale.get('chunks'))} synthetic chunks, {cell(scale.get('queries'))} "
