@@ -162,12 +162,10 @@ def extractive_answer(pool: list[ScoredUnit], validator: Validator, *, max_sente
     asked_list: tuple[int, str] | None = None  # what is asked to be listed (_asked_list), beyond the budget
     leads: set[tuple[int, str]] = set()  # a lead-in shared by items quoted together is read, and counted, once
     for item in order:
-        if _quotes(chosen) >= max_sentences and _quotes([*chosen, item]) > max_sentences:
-            continue
         whole = whole_lists.get((item.source.n, _lead(item))) if item.unit.kind == ITEM else None
         if whole is not None and _lines(item) <= _lines(whole):
             item = whole
-        if item in chosen or _redundant(item, chosen):
+        if item in chosen or _redundant(item, chosen) or _quotes([*chosen, item]) > max_sentences:
             continue
         lead = (item.source.n, _lead(item))
         asked = _asked_list(item, question_type)
