@@ -508,6 +508,11 @@ def test_a_compound_of_known_words_or_a_plain_english_word_is_not_unknown(indexe
     assert unknown_words(indexed_engine, question, []) == ["happen", "ozempic"]
     # the embedding model has a token of its own for "happen" (common English), none for a brand name
     assert unknown_words(indexed_engine, question, [], embedder.knows_word) == ["ozempic"]
+    # a contraction is its first word, whichever way it is spelt; the CLI's lazy embedder knows words as the API's does
+    from medrag.cli.ask import LazyEmbedder
+
+    assert unknown_words(indexed_engine, "Her ulcer won't heal and she can't walk: isn't PRP covered?", [],
+                         LazyEmbedder().knows_word) == []
 
 
 def test_text_other_determinations_repeat_word_for_word_is_counted(indexed_engine):

@@ -212,6 +212,13 @@ _IN_CORPUS = text("""
 """)
 # words, and five-digit CPT codes (99213): a CPT code the corpus never mentions is as unknown as a brand name
 _RAW_WORD = re.compile(r"[a-z][a-z0-9]+(?:[-'][a-z0-9]+)*|(?<![\w.])[0-9]{5}(?![\w.])")
+# English contractions are their first word: "hasn't" is "has", "patient's" "patient", "won't" "will".
+_CONTRACTION = re.compile(r"(?:n't|'(?:s|re|ve|ll|d|m))$")
+_IRREGULAR_CONTRACTIONS = {"won't": "will", "can't": "can", "shan't": "shall"}
+
+
+def _uncontracted(word: str) -> str:
+    return _IRREGULAR_CONTRACTIONS.get(word) or _CONTRACTION.sub("", word)
 
 
 def unknown_words(engine: Engine, question: str, sources: list[ContextSource],
@@ -229,7 +236,7 @@ def unknown_words(engine: Engine, question: str, sources: list[ContextSource],
                          for source in sources)) if sources else set()
     # a hyphenated compound ("treatment-resistant", "out-of-office") is known when each of its words is
     missing: dict[str, list[str]] = {}
-    for word in sorted(set(_RAW_WORD.findall(question.lower()))):
+    for word in sorted({_uncontracted(word) for word in _RAW_WORD.findall(question.lower())}):
         if word in STOPWORDS or len(word) <= 2 or stem(word) in seen:
             continue
         parts = [part for part in word.split("-") if part not in STOPWORDS and len(part) > 2] or [word]

@@ -39,6 +39,10 @@ class LazyEmbedder:
         """Embed an answer's units in batches with the same embedder."""
         return self._loaded().embed_many(texts)
 
+    def knows_word(self, word: str) -> bool:
+        """Whether the model has the word as a token of its own (what spares plain English from being "unknown")."""
+        return self._loaded().knows_word(word)
+
 
 def _print_sources(result: Any) -> None:
     sources = result.cited_sources if not result.refused else []
