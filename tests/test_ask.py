@@ -513,6 +513,10 @@ def test_a_compound_of_known_words_or_a_plain_english_word_is_not_unknown(indexe
 
     assert unknown_words(indexed_engine, "Her ulcer won't heal and she can't walk: isn't PRP covered?", [],
                          LazyEmbedder().knows_word) == []
+    # a brand given as an example of what is asked about is not what the question turns on; asked about, it is
+    assert unknown_words(indexed_engine, "Who qualifies for a heart pressure sensor (such as CardioMEMS)?", [],
+                         embedder.knows_word) == []
+    assert unknown_words(indexed_engine, "Is CardioMEMS covered?", [], embedder.knows_word) == ["cardiomems"]
 
 
 def test_text_other_determinations_repeat_word_for_word_is_counted(indexed_engine):

@@ -225,6 +225,15 @@ def _uncontracted(word: str) -> str:
     return _IRREGULAR_CONTRACTIONS.get(word) or _CONTRACTION.sub("", word)
 
 
+# A name the question gives as an example of what it asks about ("a pressure sensor such as CardioMEMS", "a clip
+# repair (like MitraClip)"): the question is answered by what it is an example of.
+_EXAMPLE = re.compile(r"\b(?:such\s+as|like|e\.g\.|for\s+example|for\s+instance)\s+([a-z][a-z0-9-]*)", re.IGNORECASE)
+
+
+def _examples(question: str) -> set[str]:
+    return {word.lower() for word in _EXAMPLE.findall(question)}
+
+
 def unknown_words(engine: Engine, question: str, sources: list[ContextSource],
                   knows_word: Callable[[str], bool] | None = None) -> list[str]:
     """Words of the question that no source given contains and no chunk of the whole corpus contains either.
@@ -240,7 +249,8 @@ def unknown_words(engine: Engine, question: str, sources: list[ContextSource],
                          for source in sources)) if sources else set()
     # a hyphenated compound ("treatment-resistant", "out-of-office") is known when each of its words is
     missing: dict[str, list[str]] = {}
-    for word in sorted({_uncontracted(word) for word in _RAW_WORD.findall(question.lower())}):
+    examples = _examples(question)
+    for word in sorted({_uncontracted(word) for word in _RAW_WORD.findall(question.lower())} - examples):
         if word in STOPWORDS or len(word) <= 2 or stem(word) in seen:
             continue
         parts = [part for part in word.split("-") if part not in STOPWORDS and len(part) > 2] or [word]
