@@ -172,6 +172,16 @@ def test_a_how_often_question_gets_the_frequency(engine, widget):
     assert any("once every 12 months" in text for text in answer)
 
 
+def test_a_frequency_written_in_words_is_a_frequency(engine):
+    text = NCD_TEXT.replace("Widget therapy is covered once every 12 months for a beneficiary who meets the criteria.",
+                            "Widget therapy may be repeated up to six times the first year for a beneficiary.")
+    sources = [_source(1, "ncd", "999.1", "Widget Therapy", text)]
+    question = "How often is widget therapy covered?"
+    pool = unit_pool(question, question_kind(engine, question), sources, embedder=None, query_vector=None)
+    stated = [item.features["frequency_for_how_often"] for item in pool if "six times" in item.unit.text]
+    assert stated == [1.0]
+
+
 def test_a_yes_no_question_about_a_non_covered_service_is_answered_as_not_covered(engine, widget):
     answer = _answer(engine, "Is widget therapy covered for acute widget strain?", widget)
     assert answer[0] == "Widget therapy is not covered for acute widget strain."

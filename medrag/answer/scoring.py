@@ -32,9 +32,12 @@ MODEL_PATH = Path(__file__).resolve().parent.parent / "data" / "answer_unit_mode
 FEATURES = ("similarity", "coverage", *(f"place_{place}" for place in PLACES if place != "listing"), "list", "item",
             "threshold", "repeated", "frequency_for_how_often", "criteria_for_conditions", "statement_for_yes_no",
             "asked_kind", "named", "first_document")
+# A count as CMS writes it: in digits or in words ("up to six times the first year", "every three months").
+_COUNT = r"(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _FREQUENCY = re.compile(
-    r"\b(?:annual(?:ly)?|once\s+(?:every|a|per|in)|every\s+\d+|per\s+(?:year|month|week)|\d+\s+(?:or\s+more\s+)?"
-    r"(?:months?|years?|sessions?|visits?|times|hours?|days?|weeks?)|twice|frequency|biennial)\b", re.IGNORECASE)
+    rf"\b(?:annual(?:ly)?|once\s+(?:every|a|per|in)|every\s+{_COUNT}|per\s+(?:year|month|week)|{_COUNT}\s+"
+    r"(?:or\s+more\s+)?(?:months?|years?|sessions?|visits?|times|hours?|days?|weeks?)|twice|frequency|biennial)\b",
+    re.IGNORECASE)
 _STATEMENT = re.compile(
     r"\b(?:non-?covered|not\s+(?:a\s+)?covered|(?:is|are|be|been|remains?)\s+(?:not\s+|only\s+)?covered|"
     r"will\s+(?:not\s+)?cover|covers?|"
