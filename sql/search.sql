@@ -293,11 +293,9 @@ LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
     SELECT cue.default_cue,
            coalesce(medrag_query_intent(query_text), CASE WHEN cue.default_cue IS NOT NULL THEN 'code' END),
-           CASE WHEN query_text ~* '\micd(-?10(-?cm)?)?\M|\m(diagnosis|diagnostic|dx)\s+codes?\M' THEN 'icd10cm'
-                WHEN query_text ~* '\mhcpcs\M' THEN 'hcpcs'
-                WHEN query_text ~* '\mlcds?\M|\mlocal\s+coverage\s+determinations?\M' THEN 'lcd'
-                WHEN query_text ~* '\mncds?\M|\mnational\s+coverage\s+determinations?\M' THEN 'ncd'
-           END
+           coalesce(medrag_named_code_set(query_text),  -- the code sets' names: medrag/core/identifiers.py
+                    CASE WHEN query_text ~* '\mlcds?\M|\mlocal\s+coverage\s+determinations?\M' THEN 'lcd'
+                         WHEN query_text ~* '\mncds?\M|\mnational\s+coverage\s+determinations?\M' THEN 'ncd' END)
     FROM (SELECT CASE WHEN query_text ~* '\m(no|without)\s+complications?\M|\muncomplicated\M' THEN 'uncomplicated'
                       WHEN query_text ~* '\mnot\s+(documented|stated|specified|further specified|known)\M'
                                          '|\munspecified\M|\munknown\M'

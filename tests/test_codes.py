@@ -179,6 +179,26 @@ def test_synonyms_and_abbreviations_broaden(finder) -> None:
     assert codes_of(finder.find("heart attack"))[0] == "I21.9"
 
 
+def test_the_words_that_ask_for_a_code_name_its_system_and_are_not_searched(finder, indexed_engine) -> None:
+    from medrag.codes.classify import asked_code_set
+
+    assert asked_code_set("What is the ICD-10 code for CHF?") == (ICD10CM, "CHF")
+    assert asked_code_set("dx code afib") == (ICD10CM, "afib")
+    assert asked_code_set("HCPCS code for a walker") == (HCPCS, "a walker")
+    assert asked_code_set("billing code for an oxygen concentrator") == (None, "an oxygen concentrator")
+    assert asked_code_set("diagnosis of diabetes") == (None, "diagnosis of diabetes")
+    # "code" and "ICD-10" were words the term had to cover: nothing was found
+    chf = finder.find("ICD-10 code for CHF")
+    assert codes_of(chf)[0] == "I50.9", chf.trace
+    assert 'named code set "ICD-10-CM"' in chf.trace[0]
+    assert codes_of(finder.find("dx code afib"))[0] == "I48.91"
+    # the search reads the same names: the code set named comes first in its group
+    with indexed_engine.connect() as conn:
+        named = conn.execute(text("SELECT medrag_named_code_set(q) FROM unnest(CAST(:q AS text[])) AS q"),
+                             {"q": ["ICD-10 code for CHF", "dx code afib", "HCPCS walker", "CHF"]}).scalars().all()
+    assert named == ["icd10cm", "icd10cm", "hcpcs", None]
+
+
 def test_modifier_terms_find_modifiers(finder) -> None:
     assert codes_of(finder.find("kx modifier"))[0] == "KX"
     assert codes_of(finder.find("right side modifier"))[0] == "RT"

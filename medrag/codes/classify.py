@@ -82,12 +82,17 @@ _ICD_CODE_DOTTED = re.compile(rf"{BEFORE}({identifiers.ICD10CM_DOTTED}){AFTER}",
 _ICD_CODE_BARE = re.compile(
     rf"{BEFORE}({identifiers.ICD10CM_CATEGORY_IN_TEXT}|{identifiers.ICD10CM_UNDOTTED}){AFTER_CATEGORY}", re.IGNORECASE)
 _MODIFIER_CODE = re.compile(r"[a-z0-9]{2}")
+# A code set named in a term ("ICD-10 code for CHF", "HCPCS walker") and the words that ask for a code (medrag.core
+# .identifiers, which the search's SQL reads too).
+_NAMED_CODE_SETS = ((ICD10CM, re.compile(rf"{BEFORE}(?:{identifiers.NAMES_ICD10CM}){AFTER}", re.IGNORECASE)),
+                    (HCPCS, re.compile(rf"{BEFORE}(?:{identifiers.NAMES_HCPCS}){AFTER}", re.IGNORECASE)))
+_ASKS_FOR_CODE = re.compile(rf"{BEFORE}{identifiers.ASKS_FOR_CODE}{AFTER}", re.IGNORECASE)
 _WORD = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*")
 
 # Signal weights: one clear word is enough to search a system (1 - e^-w >= 0.3 from w = 0.36).
-_WEIGHTS = {"diagnosis word": 1.2, "diagnosis suffix": 0.9, "supply": 1.2, "equipment": 1.2, "drug": 1.0,
-            "dose": 1.5, "service": 0.6, "ambulance": 1.5, "modifier": 1.5, "literal code": 3.0, "category code": 0.3,
-            "synonym": 1.0, "item for": 0.5}
+_WEIGHTS = {"named code set": 3.0, "diagnosis word": 1.2, "diagnosis suffix": 0.9, "supply": 1.2, "equipment": 1.2,
+            "drug": 1.0, "dose": 1.5, "service": 0.6, "ambulance": 1.5, "modifier": 1.5, "literal code": 3.0,
+            "category code": 0.3, "synonym": 1.0, "item for": 0.5}
 _ITEM_KINDS = ("supply", "equipment")
 
 
@@ -115,6 +120,7 @@ class Classification:
     signals: tuple[Signal, ...]
     literal_codes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     wants_modifiers: bool = False
+    named: str | None = None  # the code set the term names ("ICD-10 code for ...")
 
     def systems(self, threshold: float = SEARCH_THRESHOLD) -> list[str]:
         """Systems whose score reaches threshold, best first; every system when no signal was found."""
@@ -159,6 +165,14 @@ def literal_codes(text: str) -> dict[str, tuple[str, ...]]:
     return found
 
 
+def asked_code_set(term: str) -> tuple[str | None, str]:
+    """The code set a term names, if any, and the term without the words that ask for a code: "What is the ICD-10
+    code for CHF?" is (ICD-10-CM, "CHF"). A term that is nothing but such words stays as it is."""
+    named = next((system for system, pattern in _NAMED_CODE_SETS if pattern.search(term)), None)
+    rest = " ".join(_ASKS_FOR_CODE.sub(" ", term).split()).strip(" ?.,:;")
+    return named, rest or term
+
+
 def strip_codes(text: str) -> str:
     """The term without the codes written in it (what the word lookups search for)."""
     for pattern in (_HCPCS_CODE, _ICD_CODE_DOTTED):
@@ -182,17 +196,23 @@ def _word_signals(word: str) -> list[Signal]:
     return signals
 
 
-def classify(query: str, synonyms: SynonymTable | None = None) -> Classification:
-    """Score each code system for a term from its words, doses, literal codes and the synonym table's hints."""
+def classify(query: str, synonyms: SynonymTable | None = None, *, named: str | None = None) -> Classification:
+    """Score each code system for a term from the code set it names, its words, doses, literal codes and the synonym
+    table's hints. named: a code set the term was found to name before (a term classified again after a spelling
+    correction has lost the words that named it)."""
     synonyms = synonyms or load_clinical_synonyms()
     codes = literal_codes(query)
-    words = words_of(strip_codes(query))
+    named_in_term, rest = asked_code_set(query)
+    named = named or named_in_term
+    words = words_of(strip_codes(rest))
     if _MODIFIER_WORDS.intersection(words):
         # "KX modifier", "modifier RT": two-character tokens are modifier codes to look up exactly.
         modifiers = tuple(word.upper() for word in words if _MODIFIER_CODE.fullmatch(word))
         if modifiers:
             codes[HCPCS] = tuple(dict.fromkeys((*codes.get(HCPCS, ()), *modifiers)))
     signals: list[Signal] = []
+    if named is not None:
+        signals.append(Signal(named, "named code set", named, _WEIGHTS["named code set"]))
     for system, found in codes.items():
         signals += [Signal(system, "literal code", code,
                            _WEIGHTS["category code"] if len(code) == 3 else _WEIGHTS["literal code"])
@@ -213,4 +233,4 @@ def classify(query: str, synonyms: SynonymTable | None = None) -> Classification
     totals = {system: sum(signal.weight for signal in signals if signal.system == system) for system in SYSTEMS}
     scores = {system: round(1 - math.exp(-total), 3) for system, total in totals.items()}
     wants_modifiers = any(signal.kind == "modifier" for signal in signals)
-    return Classification(query, tuple(words), scores, tuple(signals), codes, wants_modifiers)
+    return Classification(query, tuple(words), scores, tuple(signals), codes, wants_modifiers, named)

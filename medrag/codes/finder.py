@@ -21,7 +21,16 @@ from typing import Any, Protocol
 from sqlalchemy import Engine
 
 from medrag.codes import plan
-from medrag.codes.classify import HCPCS, ICD10CM, SYSTEMS, Classification, classify, strip_codes, words_of
+from medrag.codes.classify import (
+    HCPCS,
+    ICD10CM,
+    SYSTEMS,
+    Classification,
+    asked_code_set,
+    classify,
+    strip_codes,
+    words_of,
+)
 from medrag.codes.clinical_tables import search_clinical_tables
 from medrag.codes.consolidate import Candidate, CandidatePool, routing_priors, score_candidates, top_results
 from medrag.codes.plan import CodeRelease, CodeRow, IndexRelease, Lookup, LookupResult, SeventhCharacter
@@ -175,6 +184,8 @@ class CodeFinder:
                     if external_url else None)
         requested = normalize_systems(systems)
         classification = classify(term, self.synonyms)
+        # "ICD-10 code for CHF": the words that ask for a code say which codes (a signal above), not what they are for
+        _named, searched_term = asked_code_set(term)
         # Every requested system is searched: the classifier's signal is a prior on the scores, never a filter.
         searched = requested or list(SYSTEMS)
         trace = [classification.describe() + f" -> search {', '.join(searched)}"]
@@ -189,7 +200,7 @@ class CodeFinder:
         trace.append("releases: " + ", ".join(f"{system} {releases[system].label}"
                                               + ("" if releases[system].is_current else " (not current)")
                                               for system in searched))
-        run = _Search(self, term, classification, releases, trace)
+        run = _Search(self, searched_term, classification, releases, trace)
         run.search(searched)
         related_started = time.perf_counter()
         results = self._matches(run.pool, run.systems, top, trace)
@@ -384,7 +395,7 @@ class _Search:
         for concept in self.query.concepts:
             spelled = [wording for wording in concept.wordings if wording.origin == SPELLING]
             corrected += list(spelled[0].words if spelled else concept.words)
-        classification = classify(" ".join(corrected), self.finder.synonyms)
+        classification = classify(" ".join(corrected), self.finder.synonyms, named=self.classification.named)
         priors = routing_priors(classification.scores)
         if priors != self.priors:
             self.trace.append(f"re{classification.describe()} -> routing priors "

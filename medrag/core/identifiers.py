@@ -32,6 +32,15 @@ HCPCS_OR_UNDOTTED_ICD10CM = r"[A-Z][0-9]{4}"
 # What a query rewrite must keep verbatim: a code, an LCD or Article number, a bare NCD section number.
 ANY_IDENTIFIER = rf"{ICD10CM_CATEGORY}(?:\.{ICD10CM_SUBCODE})?|[A-Z][0-9]{{4,5}}|[0-9]{{1,3}}\.[0-9]{{1,2}}"
 
+# A code set a query names (matched case-insensitively): ICD-10-CM as "ICD", "ICD-10", "ICD-10-CM", "diagnosis
+# code", "dx code"; HCPCS by name. It says which codes are asked for, not what they are for.
+NAMES_ICD10CM = r"icd(?:-?10(?:-?cm)?)?|(?:diagnosis|diagnostic|dx)\s+codes?"
+NAMES_HCPCS = r"hcpcs"
+# The words that ask for a code ("ICD-10 code for", "dx code", "HCPCS code for", "billing code for", "code for"),
+# with a question's "what is the" before them: set aside, the rest of the query is what the code is for.
+ASKS_FOR_CODE = (rf"(?:(?:what|which)(?:'s|\s+is|\s+are)?(?:\s+the)?\s+)?"
+                 rf"(?:(?:{NAMES_ICD10CM}|{NAMES_HCPCS})(?:\s+codes?)?|(?:billing\s+)?codes?)(?:\s+(?:for|of))?")
+
 # Token edges: not inside a longer word or number. A dot before a token makes it part of a number ("1.E11").
 BEFORE = r"(?<![A-Za-z0-9.])"
 AFTER = r"(?![A-Za-z0-9])"
@@ -43,6 +52,19 @@ def dotted_icd10cm(code: str) -> str:
     """An ICD-10-CM code in its dotted form (E11621 -> E11.621; a category stays E11), upper-cased."""
     code = code.upper().replace(".", "")
     return code if len(code) <= 3 else f"{code[:3]}.{code[3:]}"
+
+
+def named_code_set_sql() -> str:
+    """medrag_named_code_set(query_text): 'icd10cm' or 'hcpcs' when the query names that code set, else NULL."""
+    return f"""
+CREATE OR REPLACE FUNCTION medrag_named_code_set(query_text text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN query_text ~* '{BEFORE}(?:{NAMES_ICD10CM}){AFTER}' THEN 'icd10cm'
+                WHEN query_text ~* '{BEFORE}(?:{NAMES_HCPCS}){AFTER}' THEN 'hcpcs' END
+$$;
+"""
 
 
 def identifiers_sql() -> str:

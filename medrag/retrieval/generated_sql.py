@@ -1,13 +1,14 @@
 """SQL rendered from the Python definitions it must agree with: `medrag db migrate` installs it with sql/*.sql.
 
-One script, `generated.sql` in medrag_sql_script, hash-checked like the hand-written ones: identifier shapes
-(medrag.core.identifiers), the search's tuned numbers (medrag.retrieval.settings), and the document kinds with
-their search groups and vector indexes (medrag.sources.registry). A new document kind needs no SQL edit here.
+One script, `generated.sql` in medrag_sql_script, hash-checked like the hand-written ones: identifier shapes and
+the code sets' names (medrag.core.identifiers), the search's tuned numbers (medrag.retrieval.settings), and the
+document kinds with their search groups and vector indexes (medrag.sources.registry). A new document kind needs no
+SQL edit here.
 """
 
 from __future__ import annotations
 
-from medrag.core.identifiers import identifiers_sql
+from medrag.core.identifiers import identifiers_sql, named_code_set_sql
 from medrag.retrieval.settings import search_settings_sql
 from medrag.sources.registry import CODE_GROUP, POLICY_GROUP, document_kinds
 
@@ -85,4 +86,5 @@ $$;
 
 def generated_script() -> str:
     """The whole generated script, in the order its functions are best read."""
-    return "\n".join((identifiers_sql(), search_settings_sql(), document_group_sql(), nearest_sql()))
+    return "\n".join((identifiers_sql(), named_code_set_sql(), search_settings_sql(), document_group_sql(),
+                      nearest_sql()))
