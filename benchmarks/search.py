@@ -42,10 +42,11 @@ def pct(values: list[float]) -> dict[str, float]:
             "mean_ms": round(statistics.fmean(values), 2), "n": len(values)}
 
 
-def real_corpus(url: str, questions: list[str], repeats: int) -> dict[str, object]:
+def real_corpus(url: str, vectors: list[tuple[str, list[float]]], embedder: object, repeats: int
+                ) -> dict[str, object]:
     """Warm per-query timings of the embedding and the SQL on the indexed database."""
     engine = get_engine(url=url)
-    embedder = query_embedder()
+    questions = [question for question, _ in vectors]
     search(engine, "warm up", k=10, embedder=embedder)
     embed_ms, sql_ms = [], []
     for _ in range(repeats):
@@ -55,7 +56,6 @@ def real_corpus(url: str, questions: list[str], repeats: int) -> dict[str, objec
             sql_ms.append(result.timings_ms["sql"])
     with engine.connect() as conn:
         chunks = conn.exec_driver_sql("SELECT count(*) FROM chunk_vector").scalar()
-    vectors = [(question, embedder.embed(question)) for question in questions]
     index = recall_and_latency(url, vectors, {}, "none")  # the vector leg against exact search, same questions
     return {"chunks_embedded": chunks, "embed": pct(embed_ms), "sql": pct(sql_ms),
             "vector_recall_at_10": index["recall_at_10"]}
@@ -187,7 +187,9 @@ def main() -> None:
     url = database_url()
     questions = [q.question for q in load_questions(args.questions)]
     report: dict[str, object] = {"benchmark": "search", "machine": platform.machine(), "cpus": os.cpu_count()}
-    report["real_corpus"] = real_corpus(url, questions, args.repeats)
+    embedder = query_embedder()
+    vectors = [(question, embedder.embed(question)) for question in questions]  # every part below reuses them
+    report["real_corpus"] = real_corpus(url, vectors, embedder, args.repeats)
     real = report["real_corpus"]
     print(f"real corpus ({real['chunks_embedded']:,} embedded chunks), warm, {real['sql']['n']} queries")
     print(f"  query embedding  p50 {real['embed']['p50_ms']:>7} ms  p95 {real['embed']['p95_ms']:>7} ms")
@@ -196,21 +198,17 @@ def main() -> None:
 
     clients = [int(value) for value in args.clients.split(",") if value.strip()]
     if clients:
-        embedder = query_embedder()
-        queries = [(question, embedder.embed(question)) for question in questions]
         print(f"\nmedrag_search alone, closed loop, {args.seconds:.0f} s per row")
         print(f"  {'clients':>7} {'per s':>7} {'p50 ms':>8} {'p95 ms':>8}")
         rows = []
         for count in clients:
-            rows.append(concurrent_sql(url, queries, count, args.seconds))
+            rows.append(concurrent_sql(url, vectors, count, args.seconds))
             print(f"  {count:>7} {rows[-1]['statements_per_s']:>7} {rows[-1]['p50_ms']:>8} {rows[-1]['p95_ms']:>8}",
                   flush=True)
         report["concurrent"] = rows
 
     if args.scale:
-        embedder = query_embedder()
-        sample = random.Random(7).sample(questions, min(args.scale_queries, len(questions)))
-        queries = [(question, embedder.embed(question)) for question in sample]
+        queries = random.Random(7).sample(vectors, min(args.scale_queries, len(vectors)))
         with scratch_database("medrag_bench_scale", server_url=url) as scaled_url:
             fill_scaled(url, scaled_url, args.scale, seed=7)
             with psycopg.connect(libpq_url(scaled_url)) as conn:

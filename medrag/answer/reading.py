@@ -97,7 +97,7 @@ def _after_overlap(before: str, text_: str) -> str:
     probe = text_[:40].split("\n", 1)[0]
     if len(probe) < MIN_OVERLAP_CHARS:
         return "\n\n" + text_
-    start = before.find(probe, max(0, len(before) - 3000)) if probe else -1
+    start = before.find(probe, max(0, len(before) - 3000))
     while start != -1:
         tail = before[start:]
         if text_.startswith(tail):

@@ -121,6 +121,7 @@ class Classification:
     literal_codes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     wants_modifiers: bool = False
     named: str | None = None  # the code set the term names ("ICD-10 code for ...")
+    searched: str = ""  # the term without the words that ask for a code: what the lookups search for
 
     def systems(self, threshold: float = SEARCH_THRESHOLD) -> list[str]:
         """Systems whose score reaches threshold, best first; every system when no signal was found."""
@@ -233,4 +234,4 @@ def classify(query: str, synonyms: SynonymTable | None = None, *, named: str | N
     totals = {system: sum(signal.weight for signal in signals if signal.system == system) for system in SYSTEMS}
     scores = {system: round(1 - math.exp(-total), 3) for system, total in totals.items()}
     wants_modifiers = any(signal.kind == "modifier" for signal in signals)
-    return Classification(query, tuple(words), scores, tuple(signals), codes, wants_modifiers, named)
+    return Classification(query, tuple(words), scores, tuple(signals), codes, wants_modifiers, named, rest)

@@ -26,7 +26,6 @@ from medrag.codes.classify import (
     ICD10CM,
     SYSTEMS,
     Classification,
-    asked_code_set,
     classify,
     strip_codes,
     words_of,
@@ -184,8 +183,6 @@ class CodeFinder:
                     if external_url else None)
         requested = normalize_systems(systems)
         classification = classify(term, self.synonyms)
-        # "ICD-10 code for CHF": the words that ask for a code say which codes (a signal above), not what they are for
-        _named, searched_term = asked_code_set(term)
         # Every requested system is searched: the classifier's signal is a prior on the scores, never a filter.
         searched = requested or list(SYSTEMS)
         trace = [classification.describe() + f" -> search {', '.join(searched)}"]
@@ -200,7 +197,8 @@ class CodeFinder:
         trace.append("releases: " + ", ".join(f"{system} {releases[system].label}"
                                               + ("" if releases[system].is_current else " (not current)")
                                               for system in searched))
-        run = _Search(self, searched_term, classification, releases, trace)
+        # "ICD-10 code for CHF": the words that ask for a code say which codes (a signal), not what they are for
+        run = _Search(self, classification.searched, classification, releases, trace)
         run.search(searched)
         related_started = time.perf_counter()
         results = self._matches(run.pool, run.systems, top, trace)
