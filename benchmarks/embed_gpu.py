@@ -1,7 +1,7 @@
 """The embedding stage on a GPU against the model's forward-only rate, measured in one run on the real chunk texts.
 
 Run where a GPU is: .venv/bin/python benchmarks/embed_gpu.py --chunks chunks.copy.xz [--device cuda]
-                    [--batch-sizes 1024,2048,4096] [--stages 1:1024,8:1024,8:4096]
+                    [--batch-sizes 1024,2048,4096] [--stages 4:4096:1024:1,4:4096:1024:4] [--free-stages 4:4096:1024:1]
                     [--out benchmarks/results/embed_gpu.json]
 Make the chunk file on a machine with a loaded database (no GPU needed; the file is the chunk table without
 vectors, about 4 MB xz-compressed for the full corpus):
@@ -38,9 +38,20 @@ from scratch import scratch_database
 from medrag.core.config import load_settings
 from medrag.core.db import database_url, get_engine, libpq_url
 from medrag.core.progress import LineSink, reporting
-from medrag.index.embedding import WINDOW_TEXTS, DocumentEmbedder, embed_pending
+from medrag.index.embedding import (
+    CUDA_COMMIT_TEXTS,
+    CUDA_TOKENIZER_PROCESSES,
+    CUDA_TOKENIZERS,
+    CUDA_WRITERS,
+    WINDOW_TEXTS,
+    DocumentEmbedder,
+    embed_pending,
+)
+from medrag.index.encoder import BatchEncoder, TokenBatch
 from medrag.index.onnx_model import BACKEND_TORCH
-from medrag.index.torch_model import TorchEncoder
+from medrag.index.read_ahead import ReadAhead
+from medrag.index.token_processes import TokenizerProcesses
+from medrag.index.torch_model import CUDA_BATCH_TEXTS, TorchEncoder
 
 REPO = Path(__file__).resolve().parents[1]
 CHUNK_COLUMNS = "id, document_id, ordinal, text, heading, section, content_hash, source, embedding_text"
@@ -131,6 +142,28 @@ def encode_rate(encoder: TorchEncoder, texts: list[str], batch_size: int) -> dic
     return {"batch_size": batch_size, "texts_per_s": round(len(texts) / seconds, 1), "seconds": round(seconds, 3)}
 
 
+def prepare_rate(encoder: TorchEncoder, texts: list[str], batch_size: int, workers: int,
+                 processes: int) -> dict[str, float]:
+    """Texts/s of tokenising and padding alone, windows of the stage's size, `workers` at once, in `processes`
+    worker processes (0: in this one): the reader's bound, which the stage cannot outrun."""
+    windows = [texts[start:start + WINDOW_TEXTS] for start in range(0, len(texts), WINDOW_TEXTS)]
+    pool = TokenizerProcesses(encoder.model_path, processes) if processes else None
+
+    def prepare(window: list[str]) -> list[TokenBatch]:
+        if pool is not None:
+            return pool.batches(window, batch_size)
+        return list(encoder.batches(encoder.tokenize(window), batch_size))
+
+    started = time.perf_counter()
+    for _ in ReadAhead(lambda: windows, prepare, workers=workers):
+        pass
+    seconds = time.perf_counter() - started
+    if pool is not None:
+        pool.close()
+    return {"workers": workers, "processes": processes, "texts_per_s": round(len(texts) / seconds, 1),
+            "seconds": round(seconds, 3)}
+
+
 def agreement(model_path: str, encoder: TorchEncoder, texts: list[str]) -> dict[str, float]:
     """Cosine of the encoder's vectors to sentence-transformers' float32 ones on the CPU (the reference)."""
     from sentence_transformers import SentenceTransformer
@@ -149,22 +182,54 @@ def reset_vectors(url: str) -> None:
         conn.execute("VACUUM ANALYZE chunk_vector")
 
 
-def run_stage(url: str, model_path: str, device: str, batch_size: int, writers: int,
-              commit_texts: int) -> dict[str, float]:
-    """embed_pending from no vectors on the device: counts and seconds, the fill apart from the graph build."""
-    embedder = DocumentEmbedder(model_path, backend=BACKEND_TORCH, device=device, batch_size=batch_size)
-    embedder.load()  # loading the model is not part of a refresh's stage time here (it is once per process)
+class FreeEncoder(BatchEncoder):
+    """A model that costs nothing (every vector the same unit vector): the stage around it runs at its own bound."""
+
+    dimension = 384
+
+    def run(self, batch: TokenBatch) -> np.ndarray:
+        """One unit vector per row, made without a model."""
+        vectors = np.zeros((len(batch.rows), self.dimension), dtype=np.float32)
+        vectors[:, 0] = 1.0
+        return vectors
+
+
+class FreeEmbedder(DocumentEmbedder):
+    """The stage's embedder with FreeEncoder in place of the model: reading, tokenising, padding and writing alone."""
+
+    def load(self) -> BatchEncoder:
+        """The model-free encoder (same tokenizer and batching as the model's)."""
+        if self._model is None:
+            self._model = FreeEncoder(self.model_path)
+        return self._model
+
+
+def run_stage(url: str, model_path: str, device: str, batch_size: int, writers: int, commit_texts: int,
+              tokenizers: int, processes: int, *, free: bool = False) -> dict[str, Any]:
+    """embed_pending from no vectors on the device: counts and seconds, the fill apart from the graph build.
+
+    processes: tokenizer worker processes (0: tokenised in this one); free: without the model (FreeEmbedder), the
+    bound the rest of the stage sets."""
+    maker = FreeEmbedder if free else DocumentEmbedder
+    embedder = maker(model_path, backend=BACKEND_TORCH, device=device, batch_size=batch_size,
+                     tokenizer_processes=processes)
+    embedder.load()  # loading the model is not part of a refresh's stage time here (once per process)
     started = time.perf_counter()
     stats = embed_pending(get_engine(url=url), embedder, writers=writers, commit_texts=commit_texts,
-                          label=f"embed ({writers} writers, commits of {commit_texts})")
+                          tokenizers=tokenizers,
+                          label=f"embed ({writers} writers, commits of {commit_texts}, {tokenizers} tokenizers)")
     seconds = time.perf_counter() - started
+    embedder.close()
     fill_seconds = seconds - stats.seconds_index
-    return {"writers": writers, "commit_texts": commit_texts, "window_texts": WINDOW_TEXTS,
+    return {"model": "none (free)" if free else stats.model, "writers": writers, "commit_texts": commit_texts,
+            "tokenizers": tokenizers, "tokenizer_processes": processes,
+            "window_texts": WINDOW_TEXTS,
             "batch_size": batch_size, "embedded": stats.embedded, "seconds": round(seconds, 2),
             "fill_seconds": round(fill_seconds, 2), "index_seconds": round(stats.seconds_index, 2),
-            "encode_seconds": round(stats.seconds_encode, 2), "write_seconds": round(stats.seconds_write, 2),
+            "encode_seconds": round(stats.seconds_encode, 2),
+            "starved_seconds": round(stats.seconds_starved, 2), "write_seconds": round(stats.seconds_write, 2),
             "fill_chunks_per_s": round(stats.embedded / fill_seconds, 1),
-            "stage_chunks_per_s": round(stats.embedded / seconds, 1), "model": stats.model}
+            "stage_chunks_per_s": round(stats.embedded / seconds, 1)}
 
 
 def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -186,6 +251,9 @@ def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
     report["tokenize_texts_per_s"] = round(len(texts) / (time.perf_counter() - started), 1)
     report["tokens_per_text_mean"] = round(float(np.mean([len(item.ids) for item in encodings])), 1)
 
+    report["prepare"] = [prepare_rate(encoder, texts, CUDA_BATCH_TEXTS, workers, processes)
+                         for workers, processes in args.prepare]
+    print(f"tokenise and pad: {report['prepare']}", file=sys.stderr)
     report["forward_call_overhead_ms"] = call_overhead_ms(encoder, encodings)
     report["forward_only"] = [forward_only_rate(encoder, encodings, size) for size in args.batch_sizes]
     best = max(report["forward_only"], key=lambda item: item["texts_per_s"])
@@ -203,11 +271,15 @@ def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
     del encoder
 
     report["stage"] = []
-    for position, (writers, commit_texts, *batch) in enumerate(args.stages):
+    runs = [(stage, False) for stage in args.stages] + [(stage, True) for stage in args.free_stages]
+    for position, ((writers, commit_texts, *rest), free) in enumerate(runs):
         if position:
             reset_vectors(url)
-        report["stage"].append(run_stage(url, model_path, args.device, batch[0] if batch else best["batch_size"],
-                                         writers, commit_texts))
+        batch_size = rest[0] if rest else best["batch_size"]
+        tokenizers = rest[1] if len(rest) > 1 else CUDA_TOKENIZERS
+        processes = rest[2] if len(rest) > 2 else CUDA_TOKENIZER_PROCESSES
+        report["stage"].append(run_stage(url, model_path, args.device, batch_size, writers, commit_texts,
+                                         tokenizers, processes, free=free))
         print(f"stage: {report['stage'][-1]}", file=sys.stderr)
     forward = best["texts_per_s"]
     for item in report["stage"]:
@@ -227,6 +299,10 @@ def print_table(report: dict[str, Any]) -> None:
     for item in report["forward_only"]:
         print(f"{'forward-only, batch ' + str(item['batch_size']):62} {item['texts_per_s']:>10,.0f} "
               f"{item['texts_per_s'] / forward:>15.3f}")
+    for item in report.get("prepare", []):
+        where = f"{item['processes']} processes" if item.get("processes") else "in process"
+        label = f"tokenise and pad only, {item['workers']} windows at once, {where}"
+        print(f"{label:62} {item['texts_per_s']:>10,.0f} {item['texts_per_s'] / forward:>15.3f}")
     encode = report["encode_path"]
     print(f"{'encode path in memory, batch ' + str(encode['batch_size']):62} {encode['texts_per_s']:>10,.0f} "
           f"{encode['texts_per_s'] / forward:>15.3f}")
@@ -234,8 +310,9 @@ def print_table(report: dict[str, Any]) -> None:
     print(f"{'sentence-transformers encode, batch ' + str(st['batch_size']):62} {st['texts_per_s']:>10,.0f} "
           f"{st['texts_per_s'] / forward:>15.3f}")
     for item in report["stage"]:
-        label = (f"stage fill, {item['writers']} writer(s), commits of {item['commit_texts']}, "
-                 f"batch {item['batch_size']}")
+        label = (f"{'stage without the model' if item['model'].startswith('none') else 'stage'} fill, "
+                 f"{item['writers']}w, commits {item['commit_texts']}, batch {item['batch_size']}, "
+                 f"{item.get('tokenizers', 1)} tok, {item.get('tokenizer_processes', 0)} proc")
         print(f"{label:62} {item['fill_chunks_per_s']:>10,.0f} "
               f"{item['fill_over_forward_only']:>15.3f}")
         print(f"{'stage with vector graphs (' + str(item['index_seconds']) + ' s of it)':62} "
@@ -243,6 +320,11 @@ def print_table(report: dict[str, Any]) -> None:
     agree = report["agreement"]
     print(f"agreement with sentence-transformers float32 on {agree['texts']} texts: cosine min {agree['cosine_min']}, "
           f"mean {agree['cosine_mean']}")
+
+
+def stage_list(text: str) -> list[tuple[int, ...]]:
+    """writers:commit_texts[:batch_size[:tokenizers[:processes]]],... as tuples of ints."""
+    return [tuple(int(x) for x in item.split(":")) for item in text.split(",") if item]
 
 
 def main() -> None:
@@ -253,10 +335,14 @@ def main() -> None:
     parser.add_argument("--model", help="model folder (default: the configured embedding model)")
     parser.add_argument("--batch-sizes", type=lambda text: [int(x) for x in text.split(",")],
                         default=[1024, 2048, 4096])
-    parser.add_argument("--stages", type=lambda text: [tuple(int(x) for x in item.split(":")) for item in
-                                                       text.split(",")], default=[(1, 1024), (8, 1024), (8, 4096)],
-                        help="stage runs as writers:commit_texts[:batch_size], comma-separated (batch size: the "
-                             "best forward-only one unless given)")
+    parser.add_argument("--stages", type=stage_list, default=[(CUDA_WRITERS, CUDA_COMMIT_TEXTS, CUDA_BATCH_TEXTS)],
+                        help="stage runs as writers:commit_texts[:batch_size[:tokenizers[:processes]]], comma-"
+                             "separated (batch size: the best forward-only one unless given; tokenizers (windows at "
+                             "once) and processes (tokenizer worker processes, 0: none): the CUDA defaults)")
+    parser.add_argument("--free-stages", type=stage_list, default=[],
+                        help="stage runs as --stages, with a model that costs nothing: the rest of the stage's bound")
+    parser.add_argument("--prepare", type=stage_list, default=[(1, 0), (4, 0), (4, 4), (8, 8)],
+                        help="windows at once:worker processes (0: none) the tokenise-and-pad rate is measured with")
     parser.add_argument("--st-sample", type=int, default=10000, help="texts sentence-transformers is timed on")
     parser.add_argument("--limit", type=int, help="load only this many chunks (a quick check on a CPU)")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "embed_gpu.json")
