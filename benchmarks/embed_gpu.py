@@ -1,7 +1,7 @@
 """The embedding stage on a GPU against the model's forward-only rate, measured in one run on the real chunk texts.
 
 Run where a GPU is: .venv/bin/python benchmarks/embed_gpu.py --chunks chunks.copy.xz [--device cuda]
-                    [--batch-sizes 1024,2048,4096] [--stages 4:4096:1024:1,4:4096:1024:4] [--free-stages 4:4096:1024:1]
+                    [--batch-sizes 1024,2048,4096] [--stages 4:4096,8:4096:1024] [--free-stages 4:4096]
                     [--out benchmarks/results/embed_gpu.json]
 Make the chunk file on a machine with a loaded database (no GPU needed; the file is the chunk table without
 vectors, about 4 MB xz-compressed for the full corpus):
@@ -40,8 +40,6 @@ from medrag.core.db import database_url, get_engine, libpq_url
 from medrag.core.progress import LineSink, reporting
 from medrag.index.embedding import (
     CUDA_COMMIT_TEXTS,
-    CUDA_TOKENIZER_PROCESSES,
-    CUDA_TOKENIZERS,
     CUDA_WRITERS,
     WINDOW_TEXTS,
     DocumentEmbedder,
@@ -49,8 +47,6 @@ from medrag.index.embedding import (
 )
 from medrag.index.encoder import BatchEncoder, TokenBatch
 from medrag.index.onnx_model import BACKEND_TORCH
-from medrag.index.read_ahead import ReadAhead
-from medrag.index.token_processes import TokenizerProcesses
 from medrag.index.torch_model import CUDA_BATCH_TEXTS, TorchEncoder
 
 REPO = Path(__file__).resolve().parents[1]
@@ -142,26 +138,14 @@ def encode_rate(encoder: TorchEncoder, texts: list[str], batch_size: int) -> dic
     return {"batch_size": batch_size, "texts_per_s": round(len(texts) / seconds, 1), "seconds": round(seconds, 3)}
 
 
-def prepare_rate(encoder: TorchEncoder, texts: list[str], batch_size: int, workers: int,
-                 processes: int) -> dict[str, float]:
-    """Texts/s of tokenising and padding alone, windows of the stage's size, `workers` at once, in `processes`
-    worker processes (0: in this one): the reader's bound, which the stage cannot outrun."""
-    windows = [texts[start:start + WINDOW_TEXTS] for start in range(0, len(texts), WINDOW_TEXTS)]
-    pool = TokenizerProcesses(encoder.model_path, processes) if processes else None
-
-    def prepare(window: list[str]) -> list[TokenBatch]:
-        if pool is not None:
-            return pool.batches(window, batch_size)
-        return list(encoder.batches(encoder.tokenize(window), batch_size))
-
+def prepare_rate(encoder: TorchEncoder, texts: list[str], batch_size: int) -> dict[str, float]:
+    """Texts/s of tokenising and padding alone, in windows of the stage's size: the reader's bound, which the stage
+    cannot outrun."""
     started = time.perf_counter()
-    for _ in ReadAhead(lambda: windows, prepare, workers=workers):
-        pass
+    for start in range(0, len(texts), WINDOW_TEXTS):
+        list(encoder.batches(encoder.tokenize(texts[start:start + WINDOW_TEXTS]), batch_size))
     seconds = time.perf_counter() - started
-    if pool is not None:
-        pool.close()
-    return {"workers": workers, "processes": processes, "texts_per_s": round(len(texts) / seconds, 1),
-            "seconds": round(seconds, 3)}
+    return {"batch_size": batch_size, "texts_per_s": round(len(texts) / seconds, 1), "seconds": round(seconds, 3)}
 
 
 def agreement(model_path: str, encoder: TorchEncoder, texts: list[str]) -> dict[str, float]:
@@ -204,25 +188,20 @@ class FreeEmbedder(DocumentEmbedder):
         return self._model
 
 
-def run_stage(url: str, model_path: str, device: str, batch_size: int, writers: int, commit_texts: int,
-              tokenizers: int, processes: int, *, free: bool = False) -> dict[str, Any]:
+def run_stage(url: str, model_path: str, device: str, batch_size: int, writers: int, commit_texts: int, *,
+              free: bool = False) -> dict[str, Any]:
     """embed_pending from no vectors on the device: counts and seconds, the fill apart from the graph build.
 
-    processes: tokenizer worker processes (0: tokenised in this one); free: without the model (FreeEmbedder), the
-    bound the rest of the stage sets."""
+    free: without the model (FreeEmbedder), the bound the rest of the stage sets."""
     maker = FreeEmbedder if free else DocumentEmbedder
-    embedder = maker(model_path, backend=BACKEND_TORCH, device=device, batch_size=batch_size,
-                     tokenizer_processes=processes)
+    embedder = maker(model_path, backend=BACKEND_TORCH, device=device, batch_size=batch_size)
     embedder.load()  # loading the model is not part of a refresh's stage time here (once per process)
     started = time.perf_counter()
     stats = embed_pending(get_engine(url=url), embedder, writers=writers, commit_texts=commit_texts,
-                          tokenizers=tokenizers,
-                          label=f"embed ({writers} writers, commits of {commit_texts}, {tokenizers} tokenizers)")
+                          label=f"embed ({writers} writers, commits of {commit_texts})")
     seconds = time.perf_counter() - started
-    embedder.close()
     fill_seconds = seconds - stats.seconds_index
     return {"model": "none (free)" if free else stats.model, "writers": writers, "commit_texts": commit_texts,
-            "tokenizers": tokenizers, "tokenizer_processes": processes,
             "window_texts": WINDOW_TEXTS,
             "batch_size": batch_size, "embedded": stats.embedded, "seconds": round(seconds, 2),
             "fill_seconds": round(fill_seconds, 2), "index_seconds": round(stats.seconds_index, 2),
@@ -251,8 +230,7 @@ def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
     report["tokenize_texts_per_s"] = round(len(texts) / (time.perf_counter() - started), 1)
     report["tokens_per_text_mean"] = round(float(np.mean([len(item.ids) for item in encodings])), 1)
 
-    report["prepare"] = [prepare_rate(encoder, texts, CUDA_BATCH_TEXTS, workers, processes)
-                         for workers, processes in args.prepare]
+    report["prepare"] = prepare_rate(encoder, texts, CUDA_BATCH_TEXTS)
     print(f"tokenise and pad: {report['prepare']}", file=sys.stderr)
     report["forward_call_overhead_ms"] = call_overhead_ms(encoder, encodings)
     report["forward_only"] = [forward_only_rate(encoder, encodings, size) for size in args.batch_sizes]
@@ -276,10 +254,8 @@ def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
         if position:
             reset_vectors(url)
         batch_size = rest[0] if rest else best["batch_size"]
-        tokenizers = rest[1] if len(rest) > 1 else CUDA_TOKENIZERS
-        processes = rest[2] if len(rest) > 2 else CUDA_TOKENIZER_PROCESSES
         report["stage"].append(run_stage(url, model_path, args.device, batch_size, writers, commit_texts,
-                                         tokenizers, processes, free=free))
+                                         free=free))
         print(f"stage: {report['stage'][-1]}", file=sys.stderr)
     forward = best["texts_per_s"]
     for item in report["stage"]:
@@ -299,10 +275,9 @@ def print_table(report: dict[str, Any]) -> None:
     for item in report["forward_only"]:
         print(f"{'forward-only, batch ' + str(item['batch_size']):62} {item['texts_per_s']:>10,.0f} "
               f"{item['texts_per_s'] / forward:>15.3f}")
-    for item in report.get("prepare", []):
-        where = f"{item['processes']} processes" if item.get("processes") else "in process"
-        label = f"tokenise and pad only, {item['workers']} windows at once, {where}"
-        print(f"{label:62} {item['texts_per_s']:>10,.0f} {item['texts_per_s'] / forward:>15.3f}")
+    prepare = report["prepare"]
+    print(f"{'tokenise and pad only, batch ' + str(prepare['batch_size']):62} {prepare['texts_per_s']:>10,.0f} "
+          f"{prepare['texts_per_s'] / forward:>15.3f}")
     encode = report["encode_path"]
     print(f"{'encode path in memory, batch ' + str(encode['batch_size']):62} {encode['texts_per_s']:>10,.0f} "
           f"{encode['texts_per_s'] / forward:>15.3f}")
@@ -311,8 +286,7 @@ def print_table(report: dict[str, Any]) -> None:
           f"{st['texts_per_s'] / forward:>15.3f}")
     for item in report["stage"]:
         label = (f"{'stage without the model' if item['model'].startswith('none') else 'stage'} fill, "
-                 f"{item['writers']}w, commits {item['commit_texts']}, batch {item['batch_size']}, "
-                 f"{item.get('tokenizers', 1)} tok, {item.get('tokenizer_processes', 0)} proc")
+                 f"{item['writers']} writer(s), commits of {item['commit_texts']}, batch {item['batch_size']}")
         print(f"{label:62} {item['fill_chunks_per_s']:>10,.0f} "
               f"{item['fill_over_forward_only']:>15.3f}")
         print(f"{'stage with vector graphs (' + str(item['index_seconds']) + ' s of it)':62} "
@@ -323,7 +297,7 @@ def print_table(report: dict[str, Any]) -> None:
 
 
 def stage_list(text: str) -> list[tuple[int, ...]]:
-    """writers:commit_texts[:batch_size[:tokenizers[:processes]]],... as tuples of ints."""
+    """writers:commit_texts[:batch_size],... as tuples of ints."""
     return [tuple(int(x) for x in item.split(":")) for item in text.split(",") if item]
 
 
@@ -336,13 +310,10 @@ def main() -> None:
     parser.add_argument("--batch-sizes", type=lambda text: [int(x) for x in text.split(",")],
                         default=[1024, 2048, 4096])
     parser.add_argument("--stages", type=stage_list, default=[(CUDA_WRITERS, CUDA_COMMIT_TEXTS, CUDA_BATCH_TEXTS)],
-                        help="stage runs as writers:commit_texts[:batch_size[:tokenizers[:processes]]], comma-"
-                             "separated (batch size: the best forward-only one unless given; tokenizers (windows at "
-                             "once) and processes (tokenizer worker processes, 0: none): the CUDA defaults)")
+                        help="stage runs as writers:commit_texts[:batch_size], comma-separated (batch size: the best "
+                             "forward-only one unless given)")
     parser.add_argument("--free-stages", type=stage_list, default=[],
                         help="stage runs as --stages, with a model that costs nothing: the rest of the stage's bound")
-    parser.add_argument("--prepare", type=stage_list, default=[(1, 0), (4, 0), (4, 4), (8, 8)],
-                        help="windows at once:worker processes (0: none) the tokenise-and-pad rate is measured with")
     parser.add_argument("--st-sample", type=int, default=10000, help="texts sentence-transformers is timed on")
     parser.add_argument("--limit", type=int, help="load only this many chunks (a quick check on a CPU)")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "embed_gpu.json")

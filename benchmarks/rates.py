@@ -22,7 +22,7 @@ def stage_texts(engine: Engine) -> list[str]:
 def bare_rate(embedder: DocumentEmbedder, texts: list[str]) -> float:
     """Texts/s of the model alone: pre-tokenised, length-sorted batches of the stage's size in a tight loop."""
     model = embedder.model
-    batches = list(model.batches(model.tokenize(texts), embedder.batch_size))
+    batches = embedder.prepare(texts)
     started = time.perf_counter()
     for batch in batches:
         model.run(batch)

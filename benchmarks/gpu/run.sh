@@ -1,6 +1,7 @@
 #!/bin/bash
 # The device side of benchmarks/embed_gpu.py: unpack what benchmarks/gpu/pack.sh put in .gpu/ (carried), then run
-# it on CUDA; the JSON and the log land in $OUT. STAGES and BATCHES override its --stages and --batch-sizes.
+# it on CUDA; the JSON and the log land in $OUT. STAGES, FREE_STAGES and BATCHES override its --stages,
+# --free-stages and --batch-sizes.
 set -o pipefail
 start=$(date +%s)
 rm -rf /tmp/site /tmp/models /tmp/medrag_bench_embed_gpu-*  # a machine still warm from an earlier call
@@ -18,7 +19,8 @@ ln -sfn ../migrations medrag/migrations && ln -sfn ../sql medrag/sql || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 MEDRAG_HOME=/tmp/medrag-home HF_HUB_OFFLINE=1
 echo "setup $(( $(date +%s) - start )) s"
 python3 benchmarks/embed_gpu.py --chunks .gpu/chunks.copy.xz --device cuda --model "$model" \
-  --stages "${STAGES:-1:1024,8:1024,8:4096}" --batch-sizes "${BATCHES:-1024,2048,4096}" \
+  --stages "${STAGES:-4:4096,8:4096}" --free-stages "${FREE_STAGES:-4:4096}" \
+  --batch-sizes "${BATCHES:-1024,2048,4096}" \
   --out "$OUT/embed_gpu.json" 2>&1 | tee "$OUT/log.txt"
 rc=$?
 echo "total $(( $(date +%s) - start )) s, rc $rc"

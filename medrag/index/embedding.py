@@ -38,8 +38,6 @@ from medrag.index.onnx_model import (
     export_onnx,
     model_content_digest,
 )
-from medrag.index.read_ahead import ReadAhead
-from medrag.index.token_processes import TokenizerProcesses
 from medrag.index.torch_model import CUDA_BATCH_TEXTS, TorchEncoder
 from medrag.index.vector_copy import COPY_VECTORS, copy_payload
 
@@ -145,10 +143,6 @@ INT8_BATCH_TEXTS = 1
 # three runs. An H200 with 16 cores; docs/results/bench_embed_gpu.json. The rows of different writes never overlap.
 CUDA_WRITERS = 4
 CUDA_COMMIT_TEXTS = 4096
-# Windows tokenised and padded at once on a GPU machine: one thread tokenises a window in about the time the model
-# embeds it (an H200 with 16 cores: 40,000-70,000 texts/s against the model's 64,000), so one reader sets the pace.
-CUDA_TOKENIZERS = 4
-CUDA_TOKENIZER_PROCESSES = 4
 # A source's vector graph is dropped and built again after the fill when the fill at least doubles it and adds
 # this many rows: one CREATE INDEX (parallel, in maintenance_work_mem) costs a fraction of row-by-row inserts
 # (10,000 ICD-10-CM vectors: 18.6 s inserted one by one into the m=24 graph, 5.3 s built at once), and the inserts
@@ -191,8 +185,7 @@ class DocumentEmbedder:
     """
 
     def __init__(self, model_path: str, *, backend: str = DEFAULT_BACKEND, cache_dir: str | Path | None = None,
-                 device: str | None = None, batch_size: int | None = None,
-                 tokenizer_processes: int | None = None) -> None:
+                 device: str | None = None, batch_size: int | None = None) -> None:
         check_backend(backend, EmbeddingError)
         self.model_path = str(model_path)
         self.backend = backend
@@ -200,8 +193,6 @@ class DocumentEmbedder:
         self._batch_size = batch_size
         self._device = device
         self._model: BatchEncoder | None = None
-        self._tokenizer_processes = tokenizer_processes
-        self._token_pool: TokenizerProcesses | None = None
         self._loading = threading.Lock()  # shards of one flow share this embedder: the model loads once
 
     @classmethod
@@ -240,30 +231,12 @@ class DocumentEmbedder:
             if self._model is None:
                 self._folder()
                 self._model = self._load_torch() if self.backend == BACKEND_TORCH else self._load_onnx()
-                if self.tokenizer_processes:
-                    self._token_pool = TokenizerProcesses(self.model_path, self.tokenizer_processes)
         return self._model
 
-    @property
-    def tokenizer_processes(self) -> int:
-        """Worker processes that tokenise and pad: the number given, else CUDA_TOKENIZER_PROCESSES on a GPU, else
-        none (on a CPU the model, not the tokenizer, sets the pace)."""
-        if self._tokenizer_processes is not None:
-            return self._tokenizer_processes
-        return CUDA_TOKENIZER_PROCESSES if self.device == "cuda" else 0
-
     def prepare(self, texts: list[str]) -> list[TokenBatch]:
-        """The texts tokenised and padded into the model's batches (in worker processes when there are some)."""
+        """The texts tokenised and padded into the model's length-sorted batches (rows index texts)."""
         model = self.load()
-        if self._token_pool is not None:
-            return self._token_pool.batches(texts, self.batch_size)
         return list(model.batches(model.tokenize(texts), self.batch_size))
-
-    def close(self) -> None:
-        """Stop the tokenizer processes, if any (the model stays loaded)."""
-        if self._token_pool is not None:
-            self._token_pool.close()
-            self._token_pool = None
 
     def _folder(self) -> Path:
         folder = Path(self.model_path)
@@ -331,7 +304,7 @@ class EmbedStats:
     seconds_write: float  # overlaps the encoding: the stage's time is less than the two added up
     chunks_per_second: float
     seconds_index: float = 0.0  # rebuilding vector graphs dropped for a bulk fill (deferred_indexes)
-    seconds_starved: float = 0.0  # the model waiting for texts to be read, tokenised and padded (part of encode)
+    seconds_starved: float = 0.0  # the model waiting for the next texts to be read, tokenised and padded
     model: str = ""
 
 
@@ -411,7 +384,6 @@ def embed_pending(
     label: str = "embed",
     commit_texts: int | None = None,
     writers: int | None = None,
-    tokenizers: int | None = None,
 ) -> EmbedStats:
     """Give every chunk without a vector of this model one: reuse by content_hash first, then encode each new text once.
 
@@ -419,28 +391,27 @@ def embed_pending(
     `commit_texts` at a time (COMMIT_TEXTS; CUDA_COMMIT_TEXTS on a GPU), so a run killed midway keeps what it wrote
     and the next run does only the rest. With `shards`, only the texts of shard number `shard` (0-based): that many
     workers can run at once. `writers` writes run at once (default: one on a CPU, where the model needs the cores;
-    CUDA_WRITERS on a GPU, which outruns one writer). `tokenizers` windows are tokenised and padded at once
-    (default: one on a CPU, CUDA_TOKENIZERS on a GPU).
+    CUDA_WRITERS on a GPU, which outruns one writer).
     """
     if shards is not None and not 0 <= shard < shards:
         raise EmbeddingError(f"shard {shard} is not one of 0..{shards - 1}")
     scope: dict[str, Any] = {"shard": shard, "shards": shards, "sources": sources}
     # Connections of the stage's own, one per concurrent use: vectors are written on `writers` connections while
-    # the next texts are read on `reader` (tokenised and padded on `tokenizers` threads) and encoded here, so the
-    # stage runs close to the model's bare rate. Vectors travel as COPY bytes (medrag.index.vector_copy) and are
-    # reused in SQL: no connection needs pgvector's adapters.
+    # the next texts are read, tokenised and padded on `reader` and encoded here, so the stage runs close to the
+    # model's bare rate. Vectors travel as COPY bytes (medrag.index.vector_copy) and are reused in SQL: no
+    # connection needs pgvector's adapters.
     url = libpq_url(engine.url.render_as_string(hide_password=False))
     on_gpu = embedder.device == "cuda"
     writers = writers or (CUDA_WRITERS if on_gpu else 1)
     commit_texts = commit_texts or (CUDA_COMMIT_TEXTS if on_gpu else COMMIT_TEXTS)
-    tokenizers = tokenizers or (CUDA_TOKENIZERS if on_gpu else 1)
     seconds_encode = seconds_index = seconds_starved = 0.0
     write_seconds: list[float] = []
     embedded = 0
     free_writers: queue.SimpleQueue[psycopg.Connection[Any]] = queue.SimpleQueue()
     with (psycopg.connect(url, autocommit=True) as conn, psycopg.connect(url, autocommit=True) as reader,
           contextlib.ExitStack() as writer_connections,
-          ThreadPoolExecutor(max_workers=writers, thread_name_prefix="medrag-embed-write") as background):
+          ThreadPoolExecutor(max_workers=writers, thread_name_prefix="medrag-embed-write") as background,
+          ThreadPoolExecutor(max_workers=1, thread_name_prefix="medrag-embed-read") as prefetch):
         if conn.execute("SELECT to_regtype('vector')").fetchone()[0] is None:
             raise EmbeddingError("the database has no pgvector type; run `medrag db migrate`")
         for _ in range(writers):
@@ -462,48 +433,36 @@ def embed_pending(
             total_texts, pending_texts = conn.execute(_COUNT_TEXTS, scope).fetchone()
             tracker = track(label, total=total_texts, unit="chunks", done=total_texts - pending_texts)
 
-            def read_windows() -> Iterator[list[Any]]:
-                """Each window of pending texts in turn; keyset paging, so rows being written are never re-read."""
-                after_hash = ""
-                while rows := reader.execute(_SELECT_PENDING_TEXTS,
-                                             {**scope, "after": after_hash, "limit": batch_size}).fetchall():
-                    yield rows
-                    after_hash = rows[-1][0]
-
-            def prepare(rows: list[Any]) -> tuple[list[PendingText], list[TokenBatch]]:
-                """A window's texts and padded batches, made while the model runs the windows before it."""
+            def read_window(after_hash: str) -> tuple[list[PendingText], list[TokenBatch]]:
+                """The next window's texts and padded batches, read, tokenised and padded while the model runs."""
+                rows = reader.execute(_SELECT_PENDING_TEXTS, {**scope, "after": after_hash, "limit": batch_size}
+                                      ).fetchall()
+                if not rows:  # all reused: the model is never loaded
+                    return [], []
                 return ([PendingText(content_hash, chunk_ids, chunk_sources)
                          for content_hash, _, chunk_ids, chunk_sources in rows],
                         embedder.prepare([text for _, text, _, _ in rows]))
 
-            texts: list[PendingText] = []
-
-            def batch_stream() -> Iterator[TokenBatch]:
-                """The windows' batches as one stream (rows numbered across windows): the model never idles between
-                two windows waiting for the last batch of one to come back."""
-                nonlocal seconds_starved
-                windows = iter(ReadAhead(read_windows, prepare, workers=tokenizers))
-                while True:
-                    waiting = time.perf_counter()
-                    window = next(windows, None)
-                    seconds_starved += time.perf_counter() - waiting
-                    if window is None:
-                        return
-                    window_texts, batches = window
-                    offset = len(texts)
-                    texts.extend(window_texts)
-                    for batch in batches:
-                        yield TokenBatch([offset + row for row in batch.rows], batch.feed)
-
             writing: collections.deque[Future[int]] = collections.deque()
-            started = time.perf_counter()
-            for part, vectors in _encode_stream(embedder, batch_stream(), tracker, commit_texts):
-                seconds_encode += time.perf_counter() - started
-                if len(writing) >= writers:
-                    embedded += writing.popleft().result()  # `writers` writes in flight; an error surfaces here
-                writing.append(background.submit(_timed_write, free_writers, [texts[row] for row in part],
-                                                 vectors, scope["model"], write_seconds))
+            reading = prefetch.submit(read_window, "")
+            while True:
+                waiting = time.perf_counter()
+                window = reading.result()
+                seconds_starved += time.perf_counter() - waiting
+                if not window[0]:
+                    break
+                texts, batches = window
+                # keyset paging: rows being written have hashes <= this, never re-read
+                reading = prefetch.submit(read_window, texts[-1].content_hash)
                 started = time.perf_counter()
+                parts = _encode_window(embedder.model, batches, tracker, commit_texts)
+                for part, vectors in parts:
+                    seconds_encode += time.perf_counter() - started
+                    if len(writing) >= writers:
+                        embedded += writing.popleft().result()  # `writers` writes in flight; an error surfaces here
+                    writing.append(background.submit(_timed_write, free_writers, [texts[row] for row in part],
+                                                     vectors, scope["model"], write_seconds))
+                    started = time.perf_counter()
             while writing:
                 embedded += writing.popleft().result()
             tracker.close()
@@ -531,15 +490,12 @@ def embed_pending(
     )
 
 
-def _encode_stream(embedder: DocumentEmbedder, batches: Iterator[TokenBatch], tracker: Tracker,
+def _encode_window(model: BatchEncoder, batches: list[TokenBatch], tracker: Tracker,
                    commit_texts: int) -> Iterator[tuple[list[int], np.ndarray]]:
-    """Vectors as they are made, about commit_texts at a time: (the texts' positions, their vectors)."""
+    """A window's vectors as they are made, about commit_texts at a time: (the texts' positions, their vectors)."""
     rows: list[int] = []
     vectors: list[np.ndarray] = []
-    first = next(batches, None)
-    if first is None:  # nothing to encode: the model is not loaded for it
-        return
-    for batch_rows, batch_vectors in embedder.model.run_all(itertools.chain([first], batches)):
+    for batch_rows, batch_vectors in model.run_all(batches):
         rows += batch_rows
         vectors.append(batch_vectors)
         tracker.advance(len(batch_rows))
