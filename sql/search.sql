@@ -97,6 +97,22 @@ BEGIN
 END
 $$;
 
+-- Is a typed word (lower case) one the corpus knows, and so not misspelt: the word or its lexeme is in the corpus, or
+-- it is a word of a known lay term or abbreviation ("underactive thyroid", "strep throat", "GERD": its expansion says
+-- what it means, and its nearest corpus word, "interactive", "stress", "germ", would not). Read by medrag_spelling
+-- and by the code finder before it corrects a word no code's wording holds ("medicare" is no misspelt "medical").
+-- Scalar sub-selects, not EXISTS over a join: the planner would hash the whole vocabulary for a few words.
+CREATE OR REPLACE FUNCTION medrag_known_word(typed_word text)
+RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    SELECT (SELECT count(*) FROM medrag_word known WHERE known.word = typed_word) > 0
+        OR (SELECT count(*) FROM medrag_term known
+            WHERE known.lexeme = (tsvector_to_array(to_tsvector('english', typed_word)))[1]) > 0
+        OR (SELECT count(*) FROM medrag_synonym known
+            WHERE ' ' || known.term || ' ' LIKE '% ' || typed_word || ' %') > 0
+$$;
+
 -- The query's misspelt words with the corpus word each is corrected to: a word of four letters or more that neither
 -- the corpus nor its stem is in, and its nearest corpus word by trigram similarity (close in length, common words
 -- preferred). medrag_text_queries adds the corrections to the full-text query; the search's caller embeds the
@@ -115,15 +131,7 @@ AS $$
         LIMIT 1
     ) nearest
     WHERE length(typed_word) >= 4 AND to_tsvector('english', typed_word) <> ''::tsvector
-      -- neither the word nor its lexeme is in the corpus (scalar sub-selects, not NOT EXISTS: the planner
-      -- would hash the whole vocabulary for a few words)
-      AND (SELECT count(*) FROM medrag_word known WHERE known.word = typed_word) = 0
-      AND (SELECT count(*) FROM medrag_term known
-           WHERE known.lexeme = (tsvector_to_array(to_tsvector('english', typed_word)))[1]) = 0
-      -- nor a word of a known lay term or abbreviation ("underactive thyroid", "strep throat", "GERD"): its
-      -- expansion says what it means, and its nearest corpus word ("interactive", "stress", "germ") would not
-      AND (SELECT count(*) FROM medrag_synonym known
-           WHERE ' ' || known.term || ' ' LIKE '% ' || typed_word || ' %') = 0
+      AND NOT medrag_known_word(typed_word)
 $$;
 
 -- The full-text queries for a user's text. Websearch syntax ("quoted phrases", -word) is taken as written. Otherwise

@@ -84,6 +84,18 @@ def test_misspelled_tuberculosis_is_corrected_to_a15_a19(finder) -> None:
     assert search.results[0].system == ICD10CM and search.results[0].confidence > hcpcs_best + 0.3, search.results
 
 
+def test_a_word_the_corpus_knows_is_not_spelling_corrected(finder, indexed_engine) -> None:
+    """"medicare" is in no code's wording but is no misspelt "medical": only words the corpus lacks are corrected."""
+    with indexed_engine.connect() as conn:
+        known = dict(conn.execute(text("SELECT w, medrag_known_word(w) FROM unnest(CAST(:words AS text[])) AS w"),
+                                  {"words": ["medicare", "cover", "underactive", "tuberculosus"]}).all())
+    assert known == {"medicare": True, "cover": True, "underactive": True, "tuberculosus": False}
+    search = finder.find("does medicare cover tuberculosus treatment")
+    corrected = [step for step in search.trace if step.startswith("spelling:")]
+    assert any("tuberculosus -> tuberculosis" in step for step in corrected), search.trace
+    assert not any("medicare" in step or "cover" in step for step in corrected), corrected
+
+
 def test_multi_intent_term_queries_both_systems(finder) -> None:
     search = finder.find("diabetes a1c test")
     assert set(search.systems) == {ICD10CM, HCPCS}

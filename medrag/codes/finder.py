@@ -333,6 +333,8 @@ class _Search:
                                           lambda words: plan.analyze_words(self.finder.engine, words),
                                           self.classification.systems())
             futures += self._word_lookups(self.systems)
+            # a word of the corpus that no code's wording holds ("medicare", "cover") is no misspelling
+            self.state.known_words = plan.known_words(self.finder.engine, words_of(self.text))
             if self.embedding is not None:
                 embedding = self.embedding.result()
                 if embedding is None:

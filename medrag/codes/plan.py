@@ -545,6 +545,17 @@ def analyze_words(engine: Engine, words: Sequence[str]) -> dict[str, tuple[str, 
         return {row.word: tuple(row.lexemes) for row in conn.execute(_ANALYZE_WORDS, {"words": list(words)})}
 
 
+_KNOWN_WORDS = text("SELECT w FROM unnest(CAST(:words AS text[])) AS w WHERE medrag_known_word(lower(w))")
+
+
+def known_words(engine: Engine, words: Sequence[str]) -> frozenset[str]:
+    """The words the corpus knows (sql/search.sql medrag_known_word): not misspelt, whatever a code system says."""
+    if not words:
+        return frozenset()
+    with engine.connect() as conn:
+        return frozenset(conn.execute(_KNOWN_WORDS, {"words": list(words)}).scalars())
+
+
 _HAS_EMBEDDINGS = text(
     "SELECT EXISTS (SELECT 1 FROM document d JOIN chunk c ON c.document_id = d.id "
     "JOIN chunk_vector v ON v.chunk_id = c.id WHERE d.source = :source AND d.is_current)"

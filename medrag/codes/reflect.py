@@ -46,6 +46,7 @@ class ReflectState:
     spelling_tried: set[tuple[str, str]] = field(default_factory=set)
     synonyms_tried: set[str] = field(default_factory=set)
     headers_expanded: set[str] = field(default_factory=set)
+    known_words: frozenset[str] = frozenset()  # words the corpus knows: never spelling-corrected
 
 
 def _is_weak(pool: CandidatePool, system: str) -> tuple[bool, str]:
@@ -121,7 +122,8 @@ def _unmatched_words(pool: CandidatePool, query: TermQuery, system: str, state: 
         if concept.lexemes & seen or len(concept.wordings) > 1 or concept.text in state.synonyms_tried:
             continue
         for word in concept.words:
-            if len(word) >= MIN_SPELLING_LENGTH and not word.isdigit() and (system, word) not in state.spelling_tried:
+            if (len(word) >= MIN_SPELLING_LENGTH and not word.isdigit() and word not in state.known_words
+                    and (system, word) not in state.spelling_tried):
                 state.spelling_tried.add((system, word))
                 words.append(word)
     return words
