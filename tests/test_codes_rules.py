@@ -9,6 +9,7 @@ import pytest
 from medrag.codes.classify import HCPCS, ICD10CM, SYSTEMS, classify, literal_codes, strip_codes
 from medrag.codes.consolidate import (
     MIN_SCORE,
+    NOT_MEDICARE_FACTOR,
     TIERS,
     Candidate,
     CandidatePool,
@@ -178,6 +179,21 @@ def test_headers_and_unrequested_codes_are_less_specific() -> None:
     pregnancy = _icd_row("O24.419", "Gestational diabetes mellitus in pregnancy, unspecified control", {"diabet"})
     assert specificity(pregnancy, _query(("diabetes", {"diabet"})), False) < 0.8
     assert specificity(pregnancy, _query(("pregnancy diabetes", {"pregnanc", "diabet"})), False) == 1.0
+
+
+def test_a_code_medicare_does_not_pay_is_less_specific() -> None:
+    """S0285 (coverage code I: a private payer's colonoscopy consultation) below G0121 for a Medicare claim."""
+    query = _query(("screening colonoscopy", {"screen", "colonoscopi"}))
+
+    def hcpcs(code: str, description: str, medicare_valid: bool) -> CodeRow:
+        return CodeRow(HCPCS, code, description, None, None, None, "procedure", False, False,
+                       (Term(description, code, frozenset(), frozenset()),), medicare_valid=medicare_valid)
+
+    medicare = hcpcs("G0121", "Colorectal cancer screening; colonoscopy on individual not meeting criteria", True)
+    other_payer = hcpcs("S0285", "Colonoscopy consultation performed prior to a screening colonoscopy", False)
+    assert specificity(other_payer, query, False) == pytest.approx(specificity(medicare, query, False)
+                                                                   * NOT_MEDICARE_FACTOR)
+    assert specificity(other_payer, query, False) < specificity(medicare, query, False)
 
 
 def test_tiers_and_header_deduplication() -> None:

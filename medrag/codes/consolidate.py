@@ -11,7 +11,8 @@ score = (0.60 lexical + 0.05 rank + 0.20 specificity + 0.15 semantic similarity)
 - rank: the code's place after reciprocal-rank fusion of the lookups that found it;
 - specificity: a billable leaf (the "unspecified" / "without" / NOS default above its siblings), a HCPCS code
   listed in an LCD; against headers, pregnancy and newborn codes for a term that mentions neither, "not
-  otherwise classified" codes, accessories and quality-reporting codes nobody asked for, unrequested modifiers;
+  otherwise classified" codes, accessories and quality-reporting codes nobody asked for, unrequested modifiers,
+  HCPCS codes Medicare does not pay at all (coverage code I: another payer's);
 - semantic: cosine similarity of the term and the code's document embedding. Without embeddings the other
   weights are scaled up to sum to one.
 
@@ -60,6 +61,10 @@ MIN_COVERAGE = 0.5
 # Lexemes that say nothing about what a code is.
 NEUTRAL_LEXEMES = frozenset({"unspecifi", "nos", "per", "each", "without", "uncompl"})
 INHERITED_TERM_FACTOR = 0.95
+# What a HCPCS code's specificity keeps when the release marks it not payable by Medicare (coverage code I). On the
+# dev terms 0.8 moved one (screening colonoscopy: S0285 first, now G0121) and 0.6 also lost ondansetron 4 mg (S0119,
+# an expected code, fell behind an injection); at 0.8 no holdout term moved.
+NOT_MEDICARE_FACTOR = 0.8
 HEAD_NOUN_BONUS = 0.05
 _DEFAULT_CODE = re.compile(r"(,\s*unspecified\b|\bunspecified\s*$|^unspecified\b|without complications?\b|"
                            r"\buncomplicated\b|\bnot specified\b|\bNOS\b)", re.IGNORECASE)
@@ -338,8 +343,12 @@ def specificity(row: CodeRow, query: TermQuery, wants_modifiers: bool, match: Le
     if _ACCESSORY.search(row.display) and not head_match and not _asks_for(query, "accessory"):
         return 0.55
     if _NOT_OTHERWISE.search(row.display):
-        return 0.6
-    return 1.0 if row.listed_in_lcd else 0.85
+        value = 0.6
+    else:
+        value = 1.0 if row.listed_in_lcd else 0.85
+    # medrag answers Medicare's rules: a code Medicare does not recognise (S0285, a private payer's colonoscopy
+    # consultation) is not what a Medicare claim reports for the service
+    return value if row.medicare_valid else value * NOT_MEDICARE_FACTOR
 
 
 def is_default_code(row: CodeRow) -> bool:

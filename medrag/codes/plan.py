@@ -90,6 +90,8 @@ class CodeRow:
     head: frozenset[str] = frozenset()  # lexemes of the description up to its first comma ("Walker, rigid ...")
     # The billable codes a 7th character makes of it (T39.1X1 -> T39.1X1A, D, S), in the Tabular's order.
     seventh: tuple[SeventhCharacter, ...] = ()
+    # False when the release says Medicare does not pay the code at all (HCPCS coverage code I): another payer's.
+    medicare_valid: bool = True
 
     @property
     def lexemes(self) -> frozenset[str]:
@@ -156,7 +158,7 @@ WITH detail AS (
                              ORDER BY k.tabular_order)
             FROM icd10cm_code k WHERE k.release_id = c.release_id AND k.parent_code = c.code
                  AND k.seventh_character IS NOT NULL) AS seventh,
-           false AS listed_in_lcd,
+           false AS listed_in_lcd, true AS medicare_valid,
            (SELECT jsonb_agg(jsonb_build_array(t.term, t.source) ORDER BY t.ord, t.source)
             FROM (SELECT c.description AS term, c.code AS source, 0 AS ord
                   UNION ALL
@@ -182,6 +184,8 @@ WITH detail AS (
            false AS has_children, NULL::jsonb AS seventh,
            x.code IN (SELECT m.hcpc_code_id FROM mcd_lcd_x_hcpc_code m JOIN release r ON r.id = m.release_id
                       AND r.is_current) AS listed_in_lcd,
+           -- coverage code I: "not payable by Medicare" (another payer's code, as S codes are)
+           x.coverage_code IS DISTINCT FROM 'I' AS medicare_valid,
            -- The short description is an abbreviation of the long one ("Stnd hemi (low seat) whlchr"): left out.
            jsonb_build_array(jsonb_build_array(coalesce(x.long_description, x.short_description), x.code)) AS terms,
            NULL::jsonb AS ancestors
@@ -221,7 +225,7 @@ def details_statement(system: str) -> str:
     details = _ICD_DETAILS if system == ICD10CM else _HCPCS_DETAILS
     return details + f"""
 SELECT d.code, d.display, d.billable, d.parent_code, d.parent_display, d.kind, d.has_children, d.listed_in_lcd,
-       d.seventh,
+       d.medicare_valid, d.seventh,
        (SELECT jsonb_agg(jsonb_build_array(e.value ->> 0, e.value ->> 1, {_lexemes("e.value ->> 0")},
                                            {_lexemes(core)}, {negated}) ORDER BY e.ordinality)
         FROM jsonb_array_elements(d.terms) WITH ORDINALITY AS e) AS terms,
@@ -475,7 +479,7 @@ def _code_row(system: str, row: Any) -> CodeRow:
     return CodeRow(
         system=system, code=row.code, display=row.display or row.code, billable=row.billable,
         parent=row.parent_code, parent_display=row.parent_display, kind=row.kind, has_children=row.has_children,
-        listed_in_lcd=row.listed_in_lcd, terms=terms, ancestors=ancestors,
+        listed_in_lcd=row.listed_in_lcd, medicare_valid=row.medicare_valid, terms=terms, ancestors=ancestors,
         head=frozenset(row.head or ()), seventh=tuple(SeventhCharacter(*form) for form in (row.seventh or [])),
     )
 
