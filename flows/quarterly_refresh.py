@@ -204,7 +204,9 @@ def _refresh_source(settings: Settings, source: str, release: str | None, force:
         },
         "embedding": {"embedded": embedded.embedded, "reused": embedded.reused,
                       "chunks_per_second": round(embedded.chunks_per_second, 1),
-                      "index_seconds": round(embedded.seconds_index, 3), "model": embedded.model},
+                      "index_seconds": round(embedded.seconds_index, 3),
+                      # the model waiting for texts: reading and tokenising, not the model, set the pace
+                      "starved_seconds": round(embedded.seconds_starved, 3), "model": embedded.model},
         "seconds": {stage: round(value, 3) for stage, value in seconds.items()},
     }
 
