@@ -275,7 +275,22 @@ def test_dev_set_meets_the_accuracy_goals_without_vectors(finder) -> None:
     assert report.top5 >= 0.95
 
 
-def test_eval_codes_command_reports_accuracy_and_latency(cli, tmp_path) -> None:
+def test_fit_confidence_command_writes_a_calibration(cli, indexed_engine, tmp_path) -> None:
+    terms = tmp_path / "terms.jsonl"
+    terms.write_text("\n".join(json.dumps(item) for item in [
+        {"term": "wheelchair", "system": HCPCS, "expected": ["K0001"]},
+        {"term": "high blood pressure", "system": ICD10CM, "expected": ["I10"]},
+        {"term": "type 2 diabetes", "system": ICD10CM, "expected": ["E11.9"]},
+    ]) + "\n")
+    model_file = tmp_path / "confidence_model.json"
+    code, out, err = cli("eval", "fit-confidence", "--terms", str(terms), "--out", str(model_file))
+    assert code == 0 and "confidence = sigmoid(" in out, err
+    model = json.loads(model_file.read_text())
+    assert model["fitted_on"] == "terms.jsonl" and model["terms"] == 3 and model["accepted"] >= 2
+    assert model["examples"] > model["accepted"] and model["score_weight"] > 0
+
+
+def test_eval_codes_command_reports_accuracy_and_latency(cli, indexed_engine, tmp_path) -> None:
     terms = tmp_path / "terms.jsonl"
     terms.write_text("\n".join(json.dumps(item) for item in [
         {"term": "wheelchair", "system": HCPCS, "expected": ["K0001"]},

@@ -110,7 +110,8 @@ def eval_codes(terms_file: Path, as_json: bool) -> None:
 def fit_confidence(terms_file: Path, out_file: Path) -> None:
     """Fit the code finder's confidence calibration (a logistic curve from score to probability)."""
     from medrag.codes.evaluation import read_dev_set
-    from medrag.codes.fit import collect_examples, fit_confidence_model, write_model
+    from medrag.codes.fit import collect_examples, fit_confidence_model
+    from medrag.core.logistic import write_model
 
     terms = read_dev_set(terms_file)
     with CodeFinder(get_engine(), embedder_factory=query_embedder) as finder:
