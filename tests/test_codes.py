@@ -275,13 +275,17 @@ def test_dev_set_meets_the_accuracy_goals_without_vectors(finder) -> None:
     assert report.top5 >= 0.95
 
 
-def test_fit_confidence_command_writes_a_calibration(cli, indexed_engine, tmp_path) -> None:
+def _terms_file(tmp_path: Path, third: tuple[str, str, str]) -> Path:
+    """A three-term dev set: a wheelchair, high blood pressure and `third` (term, system, expected code)."""
     terms = tmp_path / "terms.jsonl"
-    terms.write_text("\n".join(json.dumps(item) for item in [
-        {"term": "wheelchair", "system": HCPCS, "expected": ["K0001"]},
-        {"term": "high blood pressure", "system": ICD10CM, "expected": ["I10"]},
-        {"term": "type 2 diabetes", "system": ICD10CM, "expected": ["E11.9"]},
-    ]) + "\n")
+    rows = [("wheelchair", HCPCS, "K0001"), ("high blood pressure", ICD10CM, "I10"), third]
+    terms.write_text("".join(json.dumps({"term": term, "system": system, "expected": [code]}) + "\n"
+                             for term, system, code in rows))
+    return terms
+
+
+def test_fit_confidence_command_writes_a_calibration(cli, indexed_engine, tmp_path) -> None:
+    terms = _terms_file(tmp_path, ("type 2 diabetes", ICD10CM, "E11.9"))
     model_file = tmp_path / "confidence_model.json"
     code, out, err = cli("eval", "fit-confidence", "--terms", str(terms), "--out", str(model_file))
     assert code == 0 and "confidence = sigmoid(" in out, err
@@ -291,12 +295,7 @@ def test_fit_confidence_command_writes_a_calibration(cli, indexed_engine, tmp_pa
 
 
 def test_eval_codes_command_reports_accuracy_and_latency(cli, indexed_engine, tmp_path) -> None:
-    terms = tmp_path / "terms.jsonl"
-    terms.write_text("\n".join(json.dumps(item) for item in [
-        {"term": "wheelchair", "system": HCPCS, "expected": ["K0001"]},
-        {"term": "high blood pressure", "system": ICD10CM, "expected": ["I10"]},
-        {"term": "E0601", "system": HCPCS, "expected": ["E0601"]},
-    ]) + "\n")
+    terms = _terms_file(tmp_path, ("E0601", HCPCS, "E0601"))
     code, out, _ = cli("eval", "codes", "--terms", str(terms), "--json")
     assert code == 0
     report = json.loads(out)

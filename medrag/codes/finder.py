@@ -315,6 +315,7 @@ class _Search:
             if system in self.systems:
                 futures.append(self._submit(Lookup("exact", system, codes=codes, kinds=self._kinds(system))))
         skipped = []
+        known: Future[frozenset[str]] | None = None
         if self.text:
             vector_systems = []
             if self.finder.can_embed:
@@ -333,8 +334,9 @@ class _Search:
                                           lambda words: plan.analyze_words(self.finder.engine, words),
                                           self.classification.systems())
             futures += self._word_lookups(self.systems)
-            # a word of the corpus that no code's wording holds ("medicare", "cover") is no misspelling
-            self.state.known_words = plan.known_words(self.finder.engine, words_of(self.text))
+            # a word of the corpus that no code's wording holds ("medicare", "cover") is no misspelling: asked
+            # while the lookups run, read before the first reflection
+            known = self.executor.submit(plan.known_words, self.finder.engine, words_of(self.text))
             if self.embedding is not None:
                 embedding = self.embedding.result()
                 if embedding is None:
@@ -344,6 +346,8 @@ class _Search:
                     futures += [self._submit(Lookup("vector", system, embedding=tuple(embedding),
                                                     kinds=self._kinds(system))) for system in vector_systems]
         self._collect(1, futures, started, skipped)
+        if known is not None:
+            self.state.known_words = known.result()
         return self._reflect()
 
     def _next_round(self, number: int, decision: Decision) -> Decision:
