@@ -52,7 +52,8 @@ def test_multi_intent_term_scores_both_systems() -> None:
 def test_literal_codes_are_recognized_per_system() -> None:
     assert literal_codes("E0601") == {HCPCS: ("E0601",), ICD10CM: ("E06.01",)}
     assert literal_codes("codes e11.621 and E11621") == {ICD10CM: ("E11.621",)}
-    assert literal_codes("vitamin b12 shot") == {ICD10CM: ("B12",)}  # looked up, but still searched as a word
+    assert literal_codes("vitamin b12 shot") == {}  # a nutrient's name, searched as a word
+    assert literal_codes("b12 shot") == {ICD10CM: ("B12",)}  # looked up, but still searched as a word
     assert strip_codes("vitamin b12 shot E0601") == "vitamin b12 shot"
     assert literal_codes("a1c test") == {}
     assert classify("KX modifier").literal_codes[HCPCS] == ("KX",)

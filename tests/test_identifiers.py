@@ -20,6 +20,8 @@ from medrag.core import identifiers
         ("M1A0710", (), ("M1A.0710",)),            # a letter third in an undotted code
         ("E11.621.", (), ("E11.621",)),            # a sentence's full stop is not part of the code
         ("a1c test", (), ()),                      # a bare letter-digit-letter is a word
+        ("vitamin B17 and Coenzyme-Q10", (), ()),  # nutrients (B17 and Q10 are categories too)
+        ("B17.1 after vitamins", (), ("B17.1",)),
     ],
 )
 def test_the_finder_and_the_answer_gates_see_the_same_codes(text: str, hcpcs: tuple, icd: tuple) -> None:
@@ -46,7 +48,8 @@ def test_the_search_sql_reads_the_same_shapes(engine) -> None:
     """medrag_query_identifiers is rendered from these patterns into generated.sql by `medrag db migrate`."""
     from sqlalchemy import text
 
-    query = "E0601, e11621, M1A0710, S72.001A, NCD 240.2, LCD 33718, L33797, A52458, a1c, NCD 2400"
+    query = ("E0601, e11621, M1A0710, S72.001A, NCD 240.2, LCD 33718, L33797, A52458, a1c, NCD 2400, "
+             "laetrile (vitamin B17), coenzyme q10")
     with engine.connect() as conn:
         found = set(conn.execute(text("SELECT source, key FROM medrag_query_identifiers(:q)"), {"q": query}).all())
         definition = conn.execute(text("SELECT pg_get_functiondef('medrag_query_identifiers'::regproc)")).scalar()

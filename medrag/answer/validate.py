@@ -19,7 +19,7 @@ from sqlalchemy import Engine, text
 from medrag.answer.context import ContextSource
 from medrag.answer.structured import DraftSentence
 from medrag.core import identifiers
-from medrag.core.identifiers import AFTER, AFTER_CATEGORY, BEFORE
+from medrag.core.identifiers import AFTER, AFTER_CATEGORY, BEFORE, CODE_BEFORE
 from medrag.core.identifiers import dotted_icd10cm as _icd_key
 
 NO_CITATION = "no_citation"
@@ -33,11 +33,11 @@ EMPTY = "empty_sentence"
 _NCD = re.compile(identifiers.NCD, re.IGNORECASE)
 _LCD = re.compile(rf"{BEFORE}{identifiers.LCD}{AFTER}")
 _ARTICLE = re.compile(rf"{BEFORE}({identifiers.ARTICLE}){AFTER}")
-_ICD_DOTTED = re.compile(rf"{BEFORE}({identifiers.ICD10CM_DOTTED}){AFTER}")
-_FIVE_CHAR = re.compile(rf"{BEFORE}({identifiers.HCPCS_OR_UNDOTTED_ICD10CM}){AFTER}")
-_ICD_UNDOTTED = re.compile(rf"{BEFORE}({identifiers.ICD10CM_UNDOTTED}){AFTER}")
-_ICD_CATEGORY = re.compile(rf"{BEFORE}({identifiers.ICD10CM_CATEGORY_IN_TEXT}){AFTER_CATEGORY}")
-# "vitamin B12" is not a code; "ICD-10 code E99" is one (that does not exist).
+_ICD_DOTTED = re.compile(rf"{CODE_BEFORE}({identifiers.ICD10CM_DOTTED}){AFTER}")
+_FIVE_CHAR = re.compile(rf"{CODE_BEFORE}({identifiers.HCPCS_OR_UNDOTTED_ICD10CM}){AFTER}")
+_ICD_UNDOTTED = re.compile(rf"{CODE_BEFORE}({identifiers.ICD10CM_UNDOTTED}){AFTER}")
+_ICD_CATEGORY = re.compile(rf"{CODE_BEFORE}({identifiers.ICD10CM_CATEGORY_IN_TEXT}){AFTER_CATEGORY}")
+# "vitamin B12" is not a code (CODE_BEFORE); "ICD-10 code E99" is one (that does not exist), "E99 and" maybe.
 _CODE_CUE = re.compile(r"(?:ICD|code|codes|category|diagnosis|dx)\W{0,3}(?:\w+\W{1,3}){0,2}$", re.IGNORECASE)
 
 _WORD = re.compile(r"[a-z0-9]+(?:[-'.][a-z0-9]+)*")  # keeps codes whole: g47.33, 240.2, e0601

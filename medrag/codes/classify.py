@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from medrag.codes.synonyms import SynonymTable, load_clinical_synonyms
 from medrag.core import identifiers
-from medrag.core.identifiers import AFTER, AFTER_CATEGORY, BEFORE, dotted_icd10cm
+from medrag.core.identifiers import AFTER, AFTER_CATEGORY, BEFORE, CODE_BEFORE, dotted_icd10cm
 
 ICD10CM = "ICD-10-CM"
 HCPCS = "HCPCS"
@@ -76,11 +76,13 @@ QUALIFIER_WORDS = frozenset("""
     complex small large mini standard heavy light lightweight new old early late single multiple each
 """.split())
 
-# Codes written in a term, in any case (medrag.core.identifiers): a bare category needs a digit third there.
-_HCPCS_CODE = re.compile(rf"{BEFORE}({identifiers.HCPCS}){AFTER}", re.IGNORECASE)
-_ICD_CODE_DOTTED = re.compile(rf"{BEFORE}({identifiers.ICD10CM_DOTTED}){AFTER}", re.IGNORECASE)
+# Codes written in a term, in any case (medrag.core.identifiers): a bare category needs a digit third there, and
+# none follows a nutrient word ("vitamin B17").
+_HCPCS_CODE = re.compile(rf"{CODE_BEFORE}({identifiers.HCPCS}){AFTER}", re.IGNORECASE)
+_ICD_CODE_DOTTED = re.compile(rf"{CODE_BEFORE}({identifiers.ICD10CM_DOTTED}){AFTER}", re.IGNORECASE)
 _ICD_CODE_BARE = re.compile(
-    rf"{BEFORE}({identifiers.ICD10CM_CATEGORY_IN_TEXT}|{identifiers.ICD10CM_UNDOTTED}){AFTER_CATEGORY}", re.IGNORECASE)
+    rf"{CODE_BEFORE}({identifiers.ICD10CM_CATEGORY_IN_TEXT}|{identifiers.ICD10CM_UNDOTTED}){AFTER_CATEGORY}",
+    re.IGNORECASE)
 _MODIFIER_CODE = re.compile(r"[a-z0-9]{2}")
 # A code set named in a term ("ICD-10 code for CHF", "HCPCS walker") and the words that ask for a code (medrag.core
 # .identifiers, which the search's SQL reads too).

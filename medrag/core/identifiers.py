@@ -44,6 +44,18 @@ ASKS_FOR_CODE = (rf"(?:(?:what|which)(?:'s|\s+is|\s+are)?(?:\s+the)?\s+)?"
 # Token edges: not inside a longer word or number. A dot before a token makes it part of a number ("1.E11").
 BEFORE = r"(?<![A-Za-z0-9.])"
 AFTER = r"(?![A-Za-z0-9])"
+# Words that make the token after them a nutrient's name, not a code: "vitamin B12" (36 times in the corpus, the only
+# word before a code-shaped token that is not "of", "to" or "category"), "vitamin B17" (laetrile), "coenzyme Q10".
+NUTRIENT_WORDS = ("vitamin", "vitamins", "coenzyme", "co-enzyme")
+
+
+def _any_case(word: str) -> str:
+    """A word matched in either case by a pattern that Python and PostgreSQL (which has no scoped flags) share."""
+    return "".join(f"[{ch.upper()}{ch.lower()}]" if ch.isalpha() else ch for ch in word)
+
+
+# Before a code token: a token edge, and no nutrient word just before it.
+CODE_BEFORE = BEFORE + "".join(f"(?<!{_any_case(word)}[ -])" for word in NUTRIENT_WORDS)
 # After a bare category: a dot and a character would continue it (E11 in "E11.621" is not a code of its own).
 AFTER_CATEGORY = r"(?![A-Za-z0-9]|\.[0-9A-Za-z])"
 
@@ -76,7 +88,7 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     WITH token AS (
         SELECT m[1] AS t
-        FROM regexp_matches(upper(coalesce(query_text, '')), '{BEFORE}({ICD10CM_ANY}){AFTER}', 'g') AS m
+        FROM regexp_matches(upper(coalesce(query_text, '')), '{CODE_BEFORE}({ICD10CM_ANY}){AFTER}', 'g') AS m
     )
     SELECT 'hcpcs', t FROM token WHERE t ~ '^{HCPCS}$'
     UNION SELECT 'icd10cm', t FROM token WHERE t ~ '^{ICD10CM_CATEGORY}(\\.{ICD10CM_SUBCODE})?$'
