@@ -97,6 +97,15 @@ def test_a_word_the_corpus_knows_is_not_spelling_corrected(finder, indexed_engin
     assert not any("medicare" in step or "cover" in step for step in corrected), corrected
 
 
+def test_a_negated_word_leaves_out_the_codes_that_name_it(finder) -> None:
+    search = finder.find("fatty liver not caused by alcohol")
+    icd = codes_of(search, ICD10CM)
+    assert icd[0] == "K76.0", icd  # Fatty (change of) liver, not elsewhere classified
+    assert not any(code.startswith("K70.") for code in icd)  # alcoholic liver disease
+    assert any(step.startswith("negation: not caused, alcohol") for step in search.trace), search.trace
+    assert "K70.0" in codes_of(finder.find("fatty liver caused by alcohol"), ICD10CM)
+
+
 def test_multi_intent_term_queries_both_systems(finder) -> None:
     search = finder.find("diabetes a1c test")
     assert set(search.systems) == {ICD10CM, HCPCS}

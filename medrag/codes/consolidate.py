@@ -323,6 +323,16 @@ def lexical_match(row: CodeRow, query: TermQuery, extra_terms: tuple[Term, ...] 
     return LexicalMatch(score, best.coverage, best.term, nos_default, head_match)
 
 
+def contradicts(row: CodeRow, query: TermQuery) -> bool:
+    """The code's description names what the term says is not so ("Alcoholic fatty liver" for "fatty liver not
+    caused by alcohol"); what it names only after "without" does not count."""
+    description = row.terms[0] if row.terms else None
+    if description is None:
+        return False
+    named = description.lexemes - description.negated
+    return any(_concept_coverage(concept, named) > 0 for concept in query.negations())
+
+
 def _asks_for(query: TermQuery, what: str) -> bool:
     return bool(query.all_lexemes() & _ASKS_FOR[what])
 
@@ -405,6 +415,9 @@ def score_candidates(pool: CandidatePool, query: TermQuery, *, wants_modifiers: 
             candidate.semantic = _semantic(candidate.similarity) if has_semantic else None
             if candidate.exact:
                 candidate.score = 1.0
+                continue
+            if contradicts(candidate.row, query):
+                candidate.score = 0.0
                 continue
             total = (WEIGHTS["lexical"] * candidate.lexical + WEIGHTS["rank"] * candidate.rank
                      + WEIGHTS["specificity"] * candidate.specificity)

@@ -333,6 +333,10 @@ class _Search:
             self.query = build_term_query(self.text, self.classification, self.finder.synonyms,
                                           lambda words: plan.analyze_words(self.finder.engine, words),
                                           self.classification.systems())
+            negated = self.query.negations()
+            if negated:
+                self.trace.append(f"negation: not {', '.join(concept.text for concept in negated)} (not searched; a "
+                                  "code whose description names it is left out)")
             futures += self._word_lookups(self.systems)
             # a word of the corpus that no code's wording holds ("medicare", "cover") is no misspelling: asked
             # while the lookups run, read before the first reflection

@@ -9,6 +9,7 @@ the full-text index uses).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -21,6 +22,11 @@ SPELLING = "spelling"
 # A corrected word is less certain than one the user typed.
 ORIGIN_WEIGHT = {TYPED: 1.0, SYNONYM: 1.0, SPELLING: 0.9}
 MIN_PATTERN = 3  # the trigram index needs three characters
+# A negation ("fatty liver not caused by alcohol", "shoulder pain, no injury") reaches from its cue to the end of the
+# clause: a comma or other stop, or a word that starts another clause. "without" is not a cue here: codes say it
+# too ("Vomiting without nausea"), and their "without" clauses are matched as written (consolidate.lexical_match).
+_NEGATION = re.compile(r"\b(?:not|no|never|denies|denied|negative for|(?:did|does|do|is|was|has|had)n't)\b"
+                       r"([^,;.:()]*?)(?=[,;.:()]|\b(?:but|and|with|or|who|which)\b|$)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,7 @@ class Concept:
     systems: frozenset[str]
     qualifier: bool = False
     dropped: bool = False  # a qualifier left out of the lookups while broadening (still counted when scoring)
+    negated: bool = False  # said not to be so ("not caused by alcohol"): never searched for, contradicted by a code
     # Lexemes of the concept's synonyms: a code's "continuous positive airway pressure" is explained by "cpap"
     # even before the synonym is searched for.
     explains: frozenset[str] = frozenset()
@@ -83,20 +90,27 @@ class TermQuery:
     concepts: list[Concept] = field(default_factory=list)
 
     def focus(self, system: str) -> list[Concept]:
-        """Concepts a code of `system` should cover."""
-        return [concept for concept in self.concepts if system in concept.systems]
+        """Concepts a code of `system` should cover (not the negated ones)."""
+        return [concept for concept in self.concepts if system in concept.systems and not concept.negated]
 
     def context(self, system: str) -> list[Concept]:
         """Concepts about another system (a multi-intent term's other half): a bonus, never required."""
-        return [concept for concept in self.concepts if system not in concept.systems]
+        return [concept for concept in self.concepts if system not in concept.systems and not concept.negated]
+
+    def negations(self) -> list[Concept]:
+        """Concepts the term says are not so: a code that names one contradicts the term."""
+        return [concept for concept in self.concepts if concept.negated]
 
     def all_lexemes(self) -> frozenset[str]:
-        """Every lexeme of every concept."""
-        return frozenset().union(*(concept.lexemes for concept in self.concepts))
+        """Every lexeme of every concept the term affirms."""
+        return frozenset().union(*(concept.lexemes for concept in self.concepts if not concept.negated))
 
     def explained_lexemes(self) -> frozenset[str]:
-        """Lexemes a code's wording may contain and still be explained by the term (synonyms included)."""
-        return self.all_lexemes().union(*(concept.explains for concept in self.concepts))
+        """Lexemes a code's wording may contain and still be explained by the term (synonyms included; not what the
+        term negates, unless another of its concepts says it)."""
+        explains = frozenset().union(*(concept.explains for concept in self.concepts if not concept.negated))
+        negated = frozenset().union(*(concept.lexemes for concept in self.negations()))
+        return self.all_lexemes() | explains | frozenset(f"non{lexeme}" for lexeme in negated)
 
     def searched(self, system: str) -> list[Concept]:
         """Focus concepts the lookups search for (dropped qualifiers left out)."""
@@ -136,8 +150,8 @@ class TermQuery:
         parts = []
         for concept in self.concepts:
             extra = [" ".join(wording.words) for wording in concept.wordings if wording.origin != TYPED]
-            parts.append(concept.text + (f" (= {' | '.join(extra)})" if extra else "")
-                         + (" [dropped]" if concept.dropped else ""))
+            parts.append(("not " if concept.negated else "") + concept.text
+                         + (f" (= {' | '.join(extra)})" if extra else "") + (" [dropped]" if concept.dropped else ""))
         return " + ".join(parts)
 
 
@@ -160,6 +174,13 @@ def _stems_in_word(word: str, lexemes: Iterable[str]) -> list[str]:
         if len(stem) >= MIN_PATTERN and all(ch.isalnum() or ch in "-'" for ch in stem):
             stems.append(stem)
     return stems
+
+
+def negated_words(text: str) -> frozenset[str]:
+    """Words the term says only inside a negation ("fatty liver not caused by alcohol": caused, by, alcohol)."""
+    inside = {word for match in _NEGATION.finditer(text) for word in words_of(match.group(1))}
+    outside = words_of(_NEGATION.sub(" ", text))
+    return frozenset(inside - set(outside))
 
 
 def build_term_query(
@@ -187,6 +208,7 @@ def build_term_query(
                        for word in words_of(expansion)}
     lexemes = lexemes_of(sorted(set(words) | expansion_words))
     exclusive = {system: classification.exclusive_words(system) for system in SYSTEMS}
+    negated = negated_words(text)
     query = TermQuery(text)
     for start, end in spans:
         concept_words = tuple(words[start:end])
@@ -201,5 +223,5 @@ def build_term_query(
         explains = frozenset(lexeme for expansion in (entry.expansions if entry else ())
                              for word in words_of(expansion) for lexeme in lexemes.get(word, ()))
         query.concepts.append(Concept(concept_words, [Wording(concept_words, concept_lexemes, TYPED)], focus,
-                                      qualifier, explains=explains))
+                                      qualifier, explains=explains, negated=set(concept_words) <= negated))
     return query
