@@ -106,6 +106,13 @@ def test_a_negated_word_leaves_out_the_codes_that_name_it(finder) -> None:
     assert "K70.0" in codes_of(finder.find("fatty liver caused by alcohol"), ICD10CM)
 
 
+def test_both_is_read_as_bilateral(finder) -> None:
+    """ICD-10-CM says "bilateral" where people say "both": a stop word the synonym table gives a meaning."""
+    search = finder.find("osteoarthritis of both knees")
+    assert codes_of(search, ICD10CM)[0] == "M17.0", search.trace  # Bilateral primary osteoarthritis of knee
+    assert codes_of(finder.find("osteoarthritis of the knee"), ICD10CM)[0] != "M17.0"
+
+
 def test_multi_intent_term_queries_both_systems(finder) -> None:
     search = finder.find("diabetes a1c test")
     assert set(search.systems) == {ICD10CM, HCPCS}

@@ -73,7 +73,7 @@ _DOSE = re.compile(r"\b\d+(?:\.\d+)?\s*(?:mg|mcg|microgram|micrograms|g|gm|ml|cc
 QUALIFIER_WORDS = frozenset("""
     acute chronic left right bilateral unilateral severe mild moderate initial subsequent sequela recurrent
     primary secondary upper lower anterior posterior closed open displaced nondisplaced simple complicated
-    complex small large mini standard heavy light lightweight new old early late single multiple each
+    complex small large mini standard heavy light lightweight new old early late single multiple each both
 """.split())
 
 # Codes written in a term, in any case (medrag.core.identifiers): a bare category needs a digit third there, and

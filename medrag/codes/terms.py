@@ -213,15 +213,35 @@ def build_term_query(
     for start, end in spans:
         concept_words = tuple(words[start:end])
         concept_lexemes = frozenset(lexeme for word in concept_words for lexeme in lexemes.get(word, ()))
+        entry = matched.get((start, end))
+        if not concept_lexemes and entry is not None:
+            # a stop word the table gives a meaning ("both": bilateral) is its expansions from the start
+            concept = _stop_word_concept(concept_words, entry.expansions, lexemes)
+            if concept is not None:
+                query.concepts.append(concept)
+            continue
         if not concept_lexemes:
             continue  # stop words ("of", "the", "with")
         # A word that signals only one system is that system's business in a multi-intent term.
         owners = {system for system in SYSTEMS if set(concept_words) & exclusive[system]}
         focus = frozenset(owners) if owners and len(systems) > 1 else frozenset(SYSTEMS)
         qualifier = all(word in QUALIFIER_WORDS for word in concept_words)
-        entry = matched.get((start, end))
         explains = frozenset(lexeme for expansion in (entry.expansions if entry else ())
                              for word in words_of(expansion) for lexeme in lexemes.get(word, ()))
         query.concepts.append(Concept(concept_words, [Wording(concept_words, concept_lexemes, TYPED)], focus,
                                       qualifier, explains=explains, negated=set(concept_words) <= negated))
     return query
+
+
+def _stop_word_concept(words: tuple[str, ...], expansions: Sequence[str],
+                       lexemes: dict[str, tuple[str, ...]]) -> Concept | None:
+    """A concept of words with no lexemes of their own, worded by their synonyms: a qualifier, about any system."""
+    wordings = []
+    for expansion in expansions:
+        expansion_words = tuple(words_of(expansion))
+        expansion_lexemes = frozenset(lexeme for word in expansion_words for lexeme in lexemes.get(word, ()))
+        if expansion_lexemes:
+            wordings.append(Wording(expansion_words, expansion_lexemes, SYNONYM))
+    if not wordings:
+        return None
+    return Concept(words, wordings, frozenset(SYSTEMS), qualifier=True)
