@@ -88,6 +88,16 @@ def test_drug_table_term_gets_its_seventh_character_explained(finder) -> None:
         in search.trace
 
 
+def test_the_visit_a_term_names_picks_the_seventh_character(finder) -> None:
+    """"follow-up visit" is the subsequent encounter (D): set aside from the words searched, it picks the form."""
+    search = finder.find("acetaminophen overdose, accidental, follow-up visit")
+    assert codes_of(search, ICD10CM)[0] == "T39.1X1D", search.trace
+    assert search.results[0].display.endswith(", subsequent encounter")
+    assert ("7th character: T39.1X1 -> T39.1X1D (D subsequent encounter; the term names the subsequent encounter; "
+            "also A initial encounter, S sequela)") in search.trace
+    assert codes_of(finder.find("acetaminophen overdose, accidental, first visit"), ICD10CM)[0] == "T39.1X1A"
+
+
 def test_seventh_character_forms_are_rows_of_the_tabular_release(indexed_engine) -> None:
     with indexed_engine.connect() as conn:
         forms = conn.execute(text(

@@ -256,3 +256,14 @@ def test_dev_set_format_is_checked(tmp_path) -> None:
 ])
 def test_negated_words_reach_to_the_end_of_their_clause(term, negated) -> None:
     assert negated_words(term) == negated
+
+
+@pytest.mark.parametrize(("term", "encounter", "searched"), [
+    ("colles fracture of the left wrist, first visit", "initial", "colles fracture of the left wrist"),
+    ("dog bite of the hand, follow-up visit", "subsequent", "dog bite of the hand"),
+    ("sequela of a burn of the hand", "sequela", "sequela of a burn of the hand"),  # a word of codes too
+    ("follow-up inpatient consultation", None, "follow-up inpatient consultation"),  # a HCPCS service
+])
+def test_the_visit_a_term_names_is_its_encounter(term, encounter, searched) -> None:
+    classification = classify(term)
+    assert (classification.encounter, classification.searched) == (encounter, searched)

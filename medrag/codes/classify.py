@@ -90,6 +90,16 @@ _NAMED_CODE_SETS = ((ICD10CM, re.compile(rf"{BEFORE}(?:{identifiers.NAMES_ICD10C
                     (HCPCS, re.compile(rf"{BEFORE}(?:{identifiers.NAMES_HCPCS}){AFTER}", re.IGNORECASE)))
 _ASKS_FOR_CODE = re.compile(rf"{BEFORE}{identifiers.ASKS_FOR_CODE}{AFTER}", re.IGNORECASE)
 _WORD = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*")
+# The encounter a term names ("broken wrist, first visit"): what an injury code's 7th character says (A initial, D
+# subsequent, S sequela), not what the code is for. The visit phrases are set aside like the words that ask for a
+# code; "sequela" stays a word to search (I69 "Sequelae of cerebrovascular disease" is a code of its own).
+INITIAL, SUBSEQUENT, SEQUELA = "initial", "subsequent", "sequela"
+_ENCOUNTER_PHRASES = (
+    (INITIAL, re.compile(r"\b(?:first|initial|1st)\s+(?:visit|encounter|treatment|time\s+seen)\b", re.IGNORECASE)),
+    (SUBSEQUENT, re.compile(r"\b(?:follow[- ]?up|subsequent|return|later|second|2nd)\s+(?:visits?|encounters?)\b",
+                            re.IGNORECASE)),
+)
+_SEQUELA = re.compile(r"\b(?:sequela|sequelae|late\s+effects?)\b", re.IGNORECASE)
 
 # Signal weights: one clear word is enough to search a system (1 - e^-w >= 0.3 from w = 0.36).
 _WEIGHTS = {"named code set": 3.0, "diagnosis word": 1.2, "diagnosis suffix": 0.9, "supply": 1.2, "equipment": 1.2,
@@ -123,7 +133,8 @@ class Classification:
     literal_codes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     wants_modifiers: bool = False
     named: str | None = None  # the code set the term names ("ICD-10 code for ...")
-    searched: str = ""  # the term without the words that ask for a code: what the lookups search for
+    searched: str = ""  # the term without the words that ask for a code or name the visit: what the lookups search
+    encounter: str | None = None  # the encounter it names (INITIAL, SUBSEQUENT, SEQUELA): the 7th character's
 
     def systems(self, threshold: float = SEARCH_THRESHOLD) -> list[str]:
         """Systems whose score reaches threshold, best first; every system when no signal was found."""
@@ -176,6 +187,16 @@ def asked_code_set(term: str) -> tuple[str | None, str]:
     return named, rest or term
 
 
+def asked_encounter(term: str) -> tuple[str | None, str]:
+    """The encounter a term names, if any, and the term without its visit phrase: "dog bite of the hand, first
+    visit" is (INITIAL, "dog bite of the hand"). A term that is nothing but the phrase stays as it is."""
+    for encounter, pattern in _ENCOUNTER_PHRASES:
+        if pattern.search(term):
+            rest = " ".join(pattern.sub(" ", term).split()).strip(" ?.,:;")
+            return encounter, rest or term
+    return (SEQUELA if _SEQUELA.search(term) else None), term
+
+
 def strip_codes(text: str) -> str:
     """The term without the codes written in it (what the word lookups search for)."""
     for pattern in (_HCPCS_CODE, _ICD_CODE_DOTTED):
@@ -207,6 +228,7 @@ def classify(query: str, synonyms: SynonymTable | None = None, *, named: str | N
     codes = literal_codes(query)
     named_in_term, rest = asked_code_set(query)
     named = named or named_in_term
+    encounter, rest = asked_encounter(rest)
     words = words_of(strip_codes(rest))
     if _MODIFIER_WORDS.intersection(words):
         # "KX modifier", "modifier RT": two-character tokens are modifier codes to look up exactly.
@@ -236,4 +258,5 @@ def classify(query: str, synonyms: SynonymTable | None = None, *, named: str | N
     totals = {system: sum(signal.weight for signal in signals if signal.system == system) for system in SYSTEMS}
     scores = {system: round(1 - math.exp(-total), 3) for system, total in totals.items()}
     wants_modifiers = any(signal.kind == "modifier" for signal in signals)
-    return Classification(query, tuple(words), scores, tuple(signals), codes, wants_modifiers, named, rest)
+    return Classification(query, tuple(words), scores, tuple(signals), codes, wants_modifiers, named, rest,
+                          encounter)

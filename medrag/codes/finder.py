@@ -201,10 +201,11 @@ class CodeFinder:
         run = _Search(self, classification.searched, classification, releases, trace)
         run.search(searched)
         related_started = time.perf_counter()
-        results = self._matches(run.pool, run.systems, top, trace)
+        results = self._matches(run.pool, run.systems, top, trace, classification.encounter)
         run.timings["related"] = (time.perf_counter() - related_started) * 1000
         search = CodeSearch(term, run.systems, results, summarize(term, run.systems, results), trace,
-                            candidates=[candidate for system in run.systems for candidate in run.pool.of(system)])
+                            candidates=[candidate for system in run.systems for candidate in run.pool.of(system)],
+                            encounter=classification.encounter)
         if external is not None:
             lookup = external.result()
             search.external = lookup.codes
@@ -215,23 +216,24 @@ class CodeFinder:
                      f"(top {top} per system, tiers {_tier_counts(results)}) in {search.timings_ms['total']:.0f} ms")
         return search
 
-    def _matches(self, pool: CandidatePool, systems: list[str], top: int, trace: list[str]) -> list[CodeMatch]:
+    def _matches(self, pool: CandidatePool, systems: list[str], top: int, trace: list[str],
+                 encounter: str | None) -> list[CodeMatch]:
         chosen = top_results(pool, systems, top)
-        trace.extend(describe_seventh_character(candidate) for candidate in chosen
-                     if seventh_character_form(candidate) is not None)
+        trace.extend(describe_seventh_character(candidate, encounter) for candidate in chosen
+                     if seventh_character_form(candidate, encounter) is not None)
         hcpcs_codes = [candidate.row.code for candidate in chosen
                        if candidate.row.system == HCPCS and candidate.row.kind == "procedure"]
         lcds = plan.lcds_listing(self.engine, hcpcs_codes) if hcpcs_codes else {}
-        return [_match(candidate, lcds.get(candidate.row.code, [])) for candidate in chosen]
+        return [_match(candidate, lcds.get(candidate.row.code, []), encounter) for candidate in chosen]
 
 
-def _match(candidate: Candidate, lcds: list[dict[str, Any]]) -> CodeMatch:
+def _match(candidate: Candidate, lcds: list[dict[str, Any]], encounter: str | None) -> CodeMatch:
     row = candidate.row
     related: list[Related] = []
     if row.system == ICD10CM and row.parent:
         related.append(Related("icd10cm", row.parent, row.parent_display or row.parent))
     related += [Related(item["source"], item["key"], item["title"], tuple(item["contractors"])) for item in lcds]
-    reported = seventh_character_form(candidate)
+    reported = seventh_character_form(candidate, encounter)
     if reported is not None:
         related.insert(0, Related("icd10cm", row.code, row.display))
         return CodeMatch(row.system, reported.code, reported.display, candidate.confidence, candidate.tier or "",
@@ -240,20 +242,23 @@ def _match(candidate: Candidate, lcds: list[dict[str, Any]]) -> CodeMatch:
                      row.billable if row.system == ICD10CM else None, tuple(related))
 
 
-def seventh_character_form(candidate: Candidate) -> SeventhCharacter | None:
-    """The form to report for a code that needs a 7th character: the Tabular's first (A, initial encounter; 0,
-    unspecified), unless the code was typed as it is."""
+def seventh_character_form(candidate: Candidate, encounter: str | None = None) -> SeventhCharacter | None:
+    """The form to report for a code that needs a 7th character: the first whose meaning is the encounter the term
+    names ("first visit": initial; "follow-up visit": subsequent), else the Tabular's first (A, initial encounter;
+    0, unspecified); none when the code was typed as it is."""
     if candidate.exact or not candidate.row.seventh:
         return None
-    return candidate.row.seventh[0]
+    named = [form for form in candidate.row.seventh if encounter and encounter in form.meaning.lower()]
+    return (named or list(candidate.row.seventh))[0]
 
 
-def describe_seventh_character(candidate: Candidate) -> str:
-    """The trace line saying which 7th character was added and which others the code takes."""
-    first, *others = candidate.row.seventh
-    also = ", ".join(f"{form.character} {form.meaning}" for form in others)
-    return (f"7th character: {candidate.row.code} -> {first.code} ({first.character} {first.meaning}"
-            + (f"; also {also}" if also else "") + ")")
+def describe_seventh_character(candidate: Candidate, encounter: str | None = None) -> str:
+    """The trace line saying which 7th character was added, why, and which others the code takes."""
+    chosen = seventh_character_form(candidate, encounter) or candidate.row.seventh[0]
+    others = ", ".join(f"{form.character} {form.meaning}" for form in candidate.row.seventh if form != chosen)
+    why = f"; the term names the {encounter} encounter" if encounter and encounter in chosen.meaning.lower() else ""
+    return (f"7th character: {candidate.row.code} -> {chosen.code} ({chosen.character} {chosen.meaning}{why}"
+            + (f"; also {others}" if others else "") + ")")
 
 
 def _tier_counts(results: list[CodeMatch]) -> str:

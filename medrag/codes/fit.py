@@ -34,9 +34,9 @@ class Example:
     label: int
 
 
-def reported_code(candidate: Candidate) -> str:
+def reported_code(candidate: Candidate, encounter: str | None = None) -> str:
     """The code a result shows for the candidate (its 7th-character form when it needs one)."""
-    form = seventh_character_form(candidate)
+    form = seventh_character_form(candidate, encounter)
     return form.code if form is not None else candidate.row.code
 
 
@@ -45,7 +45,8 @@ def collect_examples(finder: CodeFinder, terms: list[DevTerm]) -> list[Example]:
     examples = []
     for number, item in enumerate(terms):
         search = finder.find(item.term)
-        scores = {(candidate.row.system, reported_code(candidate)): candidate for candidate in search.candidates}
+        scores = {(candidate.row.system, reported_code(candidate, search.encounter)): candidate
+                  for candidate in search.candidates}
         for result in search.results:
             candidate = scores.get((result.system, result.code))
             if candidate is None or candidate.exact:

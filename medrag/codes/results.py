@@ -59,6 +59,7 @@ class CodeSearch:
     external: list[ExternalCode] | None = None  # NLM Clinical Tables answers, only when asked for
     # every scored candidate (consolidate.Candidate), for fitting the confidence model; never printed
     candidates: list[Any] = field(default_factory=list, repr=False, compare=False)
+    encounter: str | None = None  # the encounter the term names (classify.INITIAL ...), which picks 7th characters
 
     def as_json(self) -> dict[str, Any]:
         """The `medrag codes --json` object (with "external" only when external tables were asked)."""
