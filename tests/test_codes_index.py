@@ -88,6 +88,15 @@ def test_drug_table_term_gets_its_seventh_character_explained(finder) -> None:
         in search.trace
 
 
+def test_a_level_a_with_subterm_qualifies_is_part_of_the_index_wording(finder) -> None:
+    """"Alcohol > intoxication > with > dependence" (F10.229) is intoxication with dependence: for "alcohol dependence"
+    it adds a word, and "Dependence > alcohol" (F10.20) says the term exactly."""
+    search = finder.find("alcohol dependence")
+    assert codes_of(search, ICD10CM)[0] == "F10.20", search.trace
+    # said in full, the intoxication codes under dependence come first (F10.220 uncomplicated, F10.229 unspecified)
+    assert codes_of(finder.find("alcohol intoxication with dependence"), ICD10CM)[0].startswith("F10.22")
+
+
 def test_the_visit_a_term_names_picks_the_seventh_character(finder) -> None:
     """"follow-up visit" is the subsequent encounter (D): set aside from the words searched, it picks the form."""
     search = finder.find("acetaminophen overdose, accidental, follow-up visit")

@@ -363,9 +363,14 @@ _INDEX_TITLE_SQL = "CASE e.index_name " + " ".join(
 # What a wording from a deep Index entry is measured on: its main term and its last subterm ("Screening > neoplasm >
 # breast > routine mammogram": screening, mammogram), the levels between being the way there, which the last one
 # implies. A last subterm of stop words only ("Hypertension > portal > in", the derived CSV having dropped what
-# followed a modifier) says nothing by itself: the level above it counts too.
+# followed a modifier) says nothing by itself: the level above it counts too. So does a level a connective subterm
+# qualifies ("Alcohol > intoxication > with > dependence" is alcohol intoxication with dependence, F10.229, not the
+# alcohol dependence of "Dependence > alcohol", F10.20).
 _LAST = "m.path[cardinality(m.path)]"
-_INDEX_ENDS = (f"split_part(m.path[1], ',', 1) || ' ' "
+_CONNECTIVE = "'^(with|without|in|due to|following|during)$'"
+_QUALIFIED_LEVELS = ("coalesce((SELECT string_agg(m.path[i], ' ' ORDER BY i) FROM generate_subscripts(m.path, 1) AS i "
+                     f"WHERE i > 1 AND i < cardinality(m.path) - 1 AND m.path[i + 1] ~* {_CONNECTIVE}) || ' ', '')")
+_INDEX_ENDS = (f"split_part(m.path[1], ',', 1) || ' ' || {_QUALIFIED_LEVELS} "
                f"|| CASE WHEN length(to_tsvector('english', {_LAST})) = 0 "
                f"THEN m.path[cardinality(m.path) - 1] || ' ' ELSE '' END || {_LAST} "
                "|| coalesce(' ' || regexp_replace(m.column_name, '\\([^)]*\\)', ' ', 'g'), '')")
