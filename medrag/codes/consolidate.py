@@ -246,6 +246,7 @@ def _is_number(lexeme: str) -> bool:
     return lexeme.lstrip("-").isdigit()
 
 
+@lru_cache(maxsize=262_144)  # a code's wordings are scored again in every round and every search that finds it
 def _content(lexemes: frozenset[str], numbers_count: bool, text: str = "") -> frozenset[str]:
     filler = _filler(text) if text else frozenset()
     return frozenset(lexeme for lexeme in lexemes if lexeme not in NEUTRAL_LEXEMES and lexeme not in filler
@@ -271,25 +272,44 @@ class LexicalMatch:
     head_match: bool = False  # a HCPCS description names the term's head noun first
 
 
+@dataclass(frozen=True)
+class QueryFacts:
+    """What scoring reads of a term, worked out once per scoring pass rather than once per candidate."""
+
+    lexemes: frozenset[str]  # every lexeme the term affirms
+    explained: frozenset[str]  # lexemes a code's wording may contain and still be explained by the term
+    numbers_count: bool  # the term has a number, so a code's numbers are content
+    asks_other: bool  # the term says "other"
+    asks_without: bool  # the term says "without": a code's "without" clause covers its words
+
+
+def query_facts(query: TermQuery) -> QueryFacts:
+    """The facts of a term's current concepts."""
+    lexemes = query.all_lexemes()
+    return QueryFacts(lexemes, query.explained_lexemes(), any(_is_number(lexeme) for lexeme in lexemes),
+                      "other" in query.text.lower().split(), "without" in lexemes)
+
+
 def _reference(row: CodeRow, source: str) -> frozenset[str]:
     """Lexemes of the descriptions of `source` (an ancestor of row) and the codes above it."""
     return frozenset().union(*(lexemes for code, lexemes in row.ancestors if source.startswith(code)))
 
 
-def lexical_match(row: CodeRow, query: TermQuery, extra_terms: tuple[Term, ...] = ()) -> LexicalMatch:
+def lexical_match(row: CodeRow, query: TermQuery, extra_terms: tuple[Term, ...] = (),
+                  facts: QueryFacts | None = None) -> LexicalMatch:
     """The best wording of a code for the term's concepts of the code's system (see the module docstring).
 
-    extra_terms are wordings found outside the code's table row (the Index entry that led to it).
+    extra_terms are wordings found outside the code's table row (the Index entry that led to it); facts, the term's
+    query_facts when the caller scores many codes.
     """
     focus, context = query.focus(row.system), query.context(row.system)
     if not focus or not row.terms:
         return LexicalMatch()
-    explained_by_query = query.explained_lexemes()
-    numbers_count = any(_is_number(lexeme) for lexeme in query.all_lexemes())
-    asks_other = "other" in query.text.lower().split()
+    facts = facts or query_facts(query)
+    explained_by_query, numbers_count, asks_other = facts.explained, facts.numbers_count, facts.asks_other
     # Words a wording names only in its "without" clause ("Vomiting without nausea") cover none of the term's, nor
     # do those the description excludes, whatever another wording of the code says (an Index entry's aliases).
-    asks_without = "without" in query.all_lexemes()
+    asks_without = facts.asks_without
     excluded = row.terms[0].negated
     description_content = _content(row.terms[0].core, numbers_count, row.terms[0].text)
     best = LexicalMatch()
@@ -333,12 +353,14 @@ def contradicts(row: CodeRow, query: TermQuery) -> bool:
     return any(_concept_coverage(concept, named) > 0 for concept in query.negations())
 
 
-def _asks_for(query: TermQuery, what: str) -> bool:
-    return bool(query.all_lexemes() & _ASKS_FOR[what])
+def _asks_for(facts: QueryFacts, what: str) -> bool:
+    return bool(facts.lexemes & _ASKS_FOR[what])
 
 
-def specificity(row: CodeRow, query: TermQuery, wants_modifiers: bool, match: LexicalMatch | None = None) -> float:
+def specificity(row: CodeRow, query: TermQuery, wants_modifiers: bool, match: LexicalMatch | None = None,
+                facts: QueryFacts | None = None) -> float:
     """How reportable and specific a code is for the term, 0-1 (see the module docstring)."""
+    facts = facts or query_facts(query)
     if row.system == ICD10CM:
         if not row.billable and not row.seventh:  # a code reported with a 7th character counts as billable
             value = 0.3
@@ -346,17 +368,17 @@ def specificity(row: CodeRow, query: TermQuery, wants_modifiers: bool, match: Le
             value = 1.0
         else:
             value = 0.9 if _WITHOUT.search(row.display) else 0.8
-        if (row.code.startswith("O") and not _asks_for(query, "maternity")) or \
-                (row.code.startswith("P") and not _asks_for(query, "newborn")):
+        if (row.code.startswith("O") and not _asks_for(facts, "maternity")) or \
+                (row.code.startswith("P") and not _asks_for(facts, "newborn")):
             value *= 0.6
         return value
     if row.kind == "modifier":
         return 0.9 if wants_modifiers else 0.3
-    if is_reporting_code(row.code) and not _asks_for(query, "reporting"):
+    if is_reporting_code(row.code) and not _asks_for(facts, "reporting"):
         return 0.4
     # "Tubing, used with suction pump": something for the item, unless the description starts with the item.
     head_match = match is not None and match.head_match
-    if _ACCESSORY.search(row.display) and not head_match and not _asks_for(query, "accessory"):
+    if _ACCESSORY.search(row.display) and not head_match and not _asks_for(facts, "accessory"):
         return 0.55
     if _NOT_OTHERWISE.search(row.display):
         value = 0.6
@@ -401,15 +423,16 @@ def routing_priors(scores: dict[str, float]) -> dict[str, float]:
 def score_candidates(pool: CandidatePool, query: TermQuery, *, wants_modifiers: bool,
                      semantic_systems: set[str], priors: dict[str, float] | None = None) -> None:
     """Compute every candidate's features and score in place (candidates without evidence get 0)."""
+    facts = query_facts(query)
     for system in (ICD10CM, HCPCS):
         candidates = pool.of(system)
         _rank_scores(candidates)
         prior = (priors or {}).get(system, 1.0)
         for candidate in candidates:
             candidate.prior = prior
-            match = lexical_match(candidate.row, query, candidate.index_terms())
+            match = lexical_match(candidate.row, query, candidate.index_terms(), facts)
             candidate.lexical, candidate.coverage, candidate.best_term = match.score, match.coverage, match.term
-            candidate.specificity = specificity(candidate.row, query, wants_modifiers, match)
+            candidate.specificity = specificity(candidate.row, query, wants_modifiers, match, facts)
             # A code whose document has no vector yet (embedding still running) is scored as without vectors.
             has_semantic = system in semantic_systems and candidate.similarity is not None
             candidate.semantic = _semantic(candidate.similarity) if has_semantic else None
