@@ -253,6 +253,8 @@ def test_dev_set_format_is_checked(tmp_path) -> None:
     ("no pain in the left knee, pain in the right knee", {"left"}),  # a word said outside a negation is affirmed
     ("vomiting without nausea", set()),  # codes say "without" too: matched as written
     ("non-small cell lung cancer", set()),
+    ("fatty liver, not elsewhere classified", set()),  # the Tabular's filler, not a negation
+    ("anemia not otherwise specified, not due to iron", {"due", "to", "iron"}),
 ])
 def test_negated_words_reach_to_the_end_of_their_clause(term, negated) -> None:
     assert negated_words(term) == negated
