@@ -183,8 +183,7 @@ def asked_code_set(term: str) -> tuple[str | None, str]:
     """The code set a term names, if any, and the term without the words that ask for a code: "What is the ICD-10
     code for CHF?" is (ICD-10-CM, "CHF"). A term that is nothing but such words stays as it is."""
     named = next((system for system, pattern in _NAMED_CODE_SETS if pattern.search(term)), None)
-    rest = " ".join(_ASKS_FOR_CODE.sub(" ", term).split()).strip(" ?.,:;")
-    return named, rest or term
+    return named, _set_aside(_ASKS_FOR_CODE, term)
 
 
 def asked_encounter(term: str) -> tuple[str | None, str]:
@@ -192,9 +191,13 @@ def asked_encounter(term: str) -> tuple[str | None, str]:
     visit" is (INITIAL, "dog bite of the hand"). A term that is nothing but the phrase stays as it is."""
     for encounter, pattern in _ENCOUNTER_PHRASES:
         if pattern.search(term):
-            rest = " ".join(pattern.sub(" ", term).split()).strip(" ?.,:;")
-            return encounter, rest or term
+            return encounter, _set_aside(pattern, term)
     return (SEQUELA if _SEQUELA.search(term) else None), term
+
+
+def _set_aside(pattern: re.Pattern[str], term: str) -> str:
+    """The term without what pattern matches, single-spaced and trimmed; the term itself when nothing else is left."""
+    return " ".join(pattern.sub(" ", term).split()).strip(" ?.,:;") or term
 
 
 def strip_codes(text: str) -> str:

@@ -255,15 +255,18 @@ def seventh_character_form(candidate: Candidate, encounter: str | None = None) -
     0, unspecified); none when the code was typed as it is."""
     if candidate.exact or not candidate.row.seventh:
         return None
-    named = [form for form in candidate.row.seventh if encounter and encounter in form.meaning.lower()]
-    return (named or list(candidate.row.seventh))[0]
+    return next((form for form in candidate.row.seventh if _means(form, encounter)), candidate.row.seventh[0])
+
+
+def _means(form: SeventhCharacter, encounter: str | None) -> bool:
+    return encounter is not None and encounter in form.meaning.lower()
 
 
 def describe_seventh_character(candidate: Candidate, encounter: str | None = None) -> str:
     """The trace line saying which 7th character was added, why, and which others the code takes."""
     chosen = seventh_character_form(candidate, encounter) or candidate.row.seventh[0]
     others = ", ".join(f"{form.character} {form.meaning}" for form in candidate.row.seventh if form != chosen)
-    why = f"; the term names the {encounter} encounter" if encounter and encounter in chosen.meaning.lower() else ""
+    why = f"; the term names the {encounter} encounter" if _means(chosen, encounter) else ""
     return (f"7th character: {candidate.row.code} -> {chosen.code} ({chosen.character} {chosen.meaning}{why}"
             + (f"; also {others}" if others else "") + ")")
 
