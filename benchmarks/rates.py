@@ -7,7 +7,8 @@ import time
 
 from sqlalchemy import Engine
 
-from medrag.index.embedding import EMBED_TEXT_SQL, DocumentEmbedder
+from medrag.index.embedding import DocumentEmbedder
+from medrag.index.pending_texts import EMBED_TEXT_SQL
 
 BARE_BATCH = 64
 

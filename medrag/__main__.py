@@ -2,4 +2,5 @@
 
 from medrag.cli import main
 
-main()
+if __name__ == "__main__":  # a spawned process (the embedding stage's readers) imports this module again
+    main()
