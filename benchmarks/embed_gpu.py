@@ -48,7 +48,6 @@ from medrag.index.embedding import (
 from medrag.index.encoder import BatchEncoder, TokenBatch
 from medrag.index.onnx_model import BACKEND_TORCH
 from medrag.index.torch_model import CUDA_BATCH_TEXTS, TorchEncoder
-from medrag.index.word_pieces import Pieces
 
 REPO = Path(__file__).resolve().parents[1]
 CHUNK_COLUMNS = "id, document_id, ordinal, text, heading, section, content_hash, source, embedding_text"
@@ -96,11 +95,11 @@ def synchronize(encoder: TorchEncoder) -> None:
         encoder.torch.cuda.synchronize()
 
 
-def forward_only_rate(encoder: TorchEncoder, pieces: Pieces, batch_size: int) -> dict[str, float]:
+def forward_only_rate(encoder: TorchEncoder, encodings: list[Any], batch_size: int) -> dict[str, float]:
     """Texts/s of the transformer alone: length-sorted batches placed on the device first, then a tight loop."""
     torch = encoder.torch
     batches = [{name: torch.from_numpy(array).to(encoder.device) for name, array in batch.feed.items()}
-               for batch in encoder.batches(pieces, batch_size)]
+               for batch in encoder.batches(encodings, batch_size)]
     with torch.inference_mode():
         for feed in batches:  # an untimed pass first: each input shape's first call chooses kernels
             encoder.model(**feed)
@@ -110,14 +109,14 @@ def forward_only_rate(encoder: TorchEncoder, pieces: Pieces, batch_size: int) ->
             encoder.model(**feed)
         synchronize(encoder)
     seconds = time.perf_counter() - started
-    return {"batch_size": batch_size, "texts_per_s": round(len(pieces.lengths) / seconds, 1),
-            "seconds": round(seconds, 3)}
+    return {"batch_size": batch_size, "texts_per_s": round(len(encodings) / seconds, 1), "seconds": round(seconds, 3)}
 
 
-def call_overhead_ms(encoder: TorchEncoder, texts: list[str], pieces: Pieces, calls: int = 20) -> float:
+def call_overhead_ms(encoder: TorchEncoder, encodings: list[Any], calls: int = 20) -> float:
     """Milliseconds of one forward call on one short text: what every batch pays whatever its size."""
     torch = encoder.torch
-    batch = next(encoder.batches(encoder.tokenize([texts[int(np.argmin(pieces.lengths))]]), 1))
+    shortest = min(range(len(encodings)), key=lambda index: len(encodings[index].ids))
+    batch = next(encoder.batches([encodings[shortest]], 1))
     feed = {name: torch.from_numpy(array).to(encoder.device) for name, array in batch.feed.items()}
     with torch.inference_mode():
         encoder.model(**feed)
@@ -139,18 +138,14 @@ def encode_rate(encoder: TorchEncoder, texts: list[str], batch_size: int) -> dic
     return {"batch_size": batch_size, "texts_per_s": round(len(texts) / seconds, 1), "seconds": round(seconds, 3)}
 
 
-def prepare_rate(model_path: str, texts: list[str], batch_size: int, *, cache_words: bool = True
-                 ) -> dict[str, float]:
-    """Texts/s of tokenising and padding alone, in windows of the stage's size, from an empty word cache (a first
-    refresh's): the reader's bound, which the stage cannot outrun. cache_words=False: the tokenizer's own batch call."""
-    encoder = BatchEncoder(model_path)
-    encoder.word_pieces.cache_words = cache_words
+def prepare_rate(encoder: TorchEncoder, texts: list[str], batch_size: int) -> dict[str, float]:
+    """Texts/s of tokenising and padding alone, in windows of the stage's size: the reader's bound, which the stage
+    cannot outrun."""
     started = time.perf_counter()
     for start in range(0, len(texts), WINDOW_TEXTS):
         list(encoder.batches(encoder.tokenize(texts[start:start + WINDOW_TEXTS]), batch_size))
     seconds = time.perf_counter() - started
-    return {"batch_size": batch_size, "cache_words": cache_words, "texts_per_s": round(len(texts) / seconds, 1),
-            "seconds": round(seconds, 3)}
+    return {"batch_size": batch_size, "texts_per_s": round(len(texts) / seconds, 1), "seconds": round(seconds, 3)}
 
 
 def agreement(model_path: str, encoder: TorchEncoder, texts: list[str]) -> dict[str, float]:
@@ -186,32 +181,27 @@ class FreeEncoder(BatchEncoder):
 class FreeEmbedder(DocumentEmbedder):
     """The stage's embedder with FreeEncoder in place of the model: reading, tokenising, padding and writing alone."""
 
-    def _load_model(self) -> BatchEncoder:
+    def load(self) -> BatchEncoder:
         """The model-free encoder (same tokenizer and batching as the model's)."""
-        return FreeEncoder(self.model_path)
+        if self._model is None:
+            self._model = FreeEncoder(self.model_path)
+        return self._model
 
 
-def run_stage(url: str, model_path: str, device: str, batch_size: int, writers: int, commit_texts: int,
-              readers: int | None = None, *, free: bool = False, cache_words: bool = True) -> dict[str, Any]:
+def run_stage(url: str, model_path: str, device: str, batch_size: int, writers: int, commit_texts: int, *,
+              free: bool = False) -> dict[str, Any]:
     """embed_pending from no vectors on the device: counts and seconds, the fill apart from the graph build.
 
-    free: without the model (FreeEmbedder), the bound the rest of the stage sets. cache_words=False: texts tokenised
-    by the tokenizer's own batch call instead of the word cache."""
+    free: without the model (FreeEmbedder), the bound the rest of the stage sets."""
     maker = FreeEmbedder if free else DocumentEmbedder
-    embedder = maker(model_path, backend=BACKEND_TORCH, device=device, batch_size=batch_size, readers=readers)
-    # Loading the model (and starting its reader processes) and reading its digest happen once per process, not per
-    # stage: not part of the stage time here.
-    embedder.load().word_pieces.cache_words = cache_words
-    str(embedder.identity)
+    embedder = maker(model_path, backend=BACKEND_TORCH, device=device, batch_size=batch_size)
+    embedder.load()  # loading the model is not part of a refresh's stage time here (once per process)
     started = time.perf_counter()
     stats = embed_pending(get_engine(url=url), embedder, writers=writers, commit_texts=commit_texts,
                           label=f"embed ({writers} writers, commits of {commit_texts})")
-    embedder.close()
     seconds = time.perf_counter() - started
     fill_seconds = seconds - stats.seconds_index
-    return {"model": "none (free)" if free else stats.model, "cache_words": cache_words,
-            "writers": writers, "commit_texts": commit_texts,
-            "reader_processes": embedder.reader_processes,
+    return {"model": "none (free)" if free else stats.model, "writers": writers, "commit_texts": commit_texts,
             "window_texts": WINDOW_TEXTS,
             "batch_size": batch_size, "embedded": stats.embedded, "seconds": round(seconds, 2),
             "fill_seconds": round(fill_seconds, 2), "index_seconds": round(stats.seconds_index, 2),
@@ -236,16 +226,14 @@ def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
         report["device"] = "cpu"
     report["torch"] = encoder.torch.__version__
     started = time.perf_counter()
-    pieces = encoder.tokenize(texts)
+    encodings = encoder.tokenize(texts)
     report["tokenize_texts_per_s"] = round(len(texts) / (time.perf_counter() - started), 1)
-    report["tokens_per_text_mean"] = round(float(pieces.lengths.mean()) + len(encoder.prefix + encoder.suffix), 1)
+    report["tokens_per_text_mean"] = round(float(np.mean([len(item.ids) for item in encodings])), 1)
 
-    report["prepare"] = prepare_rate(model_path, texts, CUDA_BATCH_TEXTS)
-    report["prepare_uncached"] = prepare_rate(model_path, texts, CUDA_BATCH_TEXTS, cache_words=False)
-    print(f"tokenise and pad: {report['prepare']}, without the word cache {report['prepare_uncached']}",
-          file=sys.stderr)
-    report["forward_call_overhead_ms"] = call_overhead_ms(encoder, texts, pieces)
-    report["forward_only"] = [forward_only_rate(encoder, pieces, size) for size in args.batch_sizes]
+    report["prepare"] = prepare_rate(encoder, texts, CUDA_BATCH_TEXTS)
+    print(f"tokenise and pad: {report['prepare']}", file=sys.stderr)
+    report["forward_call_overhead_ms"] = call_overhead_ms(encoder, encodings)
+    report["forward_only"] = [forward_only_rate(encoder, encodings, size) for size in args.batch_sizes]
     best = max(report["forward_only"], key=lambda item: item["texts_per_s"])
     report["forward_only_best"] = best
     print(f"forward-only: {report['forward_only']}", file=sys.stderr)
@@ -261,15 +249,13 @@ def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
     del encoder
 
     report["stage"] = []
-    runs = ([(stage, False, True) for stage in args.stages] + [(stage, True, True) for stage in args.free_stages]
-            + [(stage, False, False) for stage in args.uncached_stages])
-    for position, ((writers, commit_texts, *rest), free, cache_words) in enumerate(runs):
+    runs = [(stage, False) for stage in args.stages] + [(stage, True) for stage in args.free_stages]
+    for position, ((writers, commit_texts, *rest), free) in enumerate(runs):
         if position:
             reset_vectors(url)
         batch_size = rest[0] if rest else best["batch_size"]
-        readers = (rest[1] if len(rest) > 1 else None) if cache_words else 0
-        report["stage"].append(run_stage(url, model_path, args.device, batch_size, writers, commit_texts, readers,
-                                         free=free, cache_words=cache_words))
+        report["stage"].append(run_stage(url, model_path, args.device, batch_size, writers, commit_texts,
+                                         free=free))
         print(f"stage: {report['stage'][-1]}", file=sys.stderr)
     forward = best["texts_per_s"]
     for item in report["stage"]:
@@ -289,10 +275,9 @@ def print_table(report: dict[str, Any]) -> None:
     for item in report["forward_only"]:
         print(f"{'forward-only, batch ' + str(item['batch_size']):62} {item['texts_per_s']:>10,.0f} "
               f"{item['texts_per_s'] / forward:>15.3f}")
-    for key, how in (("prepare", "word cache"), ("prepare_uncached", "tokenizer's batch call")):
-        prepare = report[key]
-        print(f"{'tokenise and pad only (' + how + '), batch ' + str(prepare['batch_size']):62} "
-              f"{prepare['texts_per_s']:>10,.0f} {prepare['texts_per_s'] / forward:>15.3f}")
+    prepare = report["prepare"]
+    print(f"{'tokenise and pad only, batch ' + str(prepare['batch_size']):62} {prepare['texts_per_s']:>10,.0f} "
+          f"{prepare['texts_per_s'] / forward:>15.3f}")
     encode = report["encode_path"]
     print(f"{'encode path in memory, batch ' + str(encode['batch_size']):62} {encode['texts_per_s']:>10,.0f} "
           f"{encode['texts_per_s'] / forward:>15.3f}")
@@ -300,10 +285,8 @@ def print_table(report: dict[str, Any]) -> None:
     print(f"{'sentence-transformers encode, batch ' + str(st['batch_size']):62} {st['texts_per_s']:>10,.0f} "
           f"{st['texts_per_s'] / forward:>15.3f}")
     for item in report["stage"]:
-        label = (f"{'stage without the model' if item['model'].startswith('none') else 'stage'}"
-                 f"{'' if item.get('cache_words', True) else ' (no word cache)'} fill, "
-                 f"{item['writers']} writer(s), commits of {item['commit_texts']}, batch {item['batch_size']}, "
-                 f"{item.get('reader_processes') or 'no'} reader process(es)")
+        label = (f"{'stage without the model' if item['model'].startswith('none') else 'stage'} fill, "
+                 f"{item['writers']} writer(s), commits of {item['commit_texts']}, batch {item['batch_size']}")
         print(f"{label:62} {item['fill_chunks_per_s']:>10,.0f} "
               f"{item['fill_over_forward_only']:>15.3f}")
         print(f"{'stage with vector graphs (' + str(item['index_seconds']) + ' s of it)':62} "
@@ -314,7 +297,7 @@ def print_table(report: dict[str, Any]) -> None:
 
 
 def stage_list(text: str) -> list[tuple[int, ...]]:
-    """writers:commit_texts[:batch_size[:readers]],... as tuples of ints."""
+    """writers:commit_texts[:batch_size],... as tuples of ints."""
     return [tuple(int(x) for x in item.split(":")) for item in text.split(",") if item]
 
 
@@ -327,14 +310,10 @@ def main() -> None:
     parser.add_argument("--batch-sizes", type=lambda text: [int(x) for x in text.split(",")],
                         default=[1024, 2048, 4096])
     parser.add_argument("--stages", type=stage_list, default=[(CUDA_WRITERS, CUDA_COMMIT_TEXTS, CUDA_BATCH_TEXTS)],
-                        help="stage runs as writers:commit_texts[:batch_size[:readers]], comma-separated (batch size: "
-                             "the best forward-only one unless given; readers: reader processes, 0 for one thread, "
-                             "default the device's)")
+                        help="stage runs as writers:commit_texts[:batch_size], comma-separated (batch size: the best "
+                             "forward-only one unless given)")
     parser.add_argument("--free-stages", type=stage_list, default=[],
                         help="stage runs as --stages, with a model that costs nothing: the rest of the stage's bound")
-    parser.add_argument("--uncached-stages", type=stage_list, default=[],
-                        help="stage runs as --stages, read on one thread (readers ignored) tokenising with the "
-                             "tokenizer's batch call (no word cache): the stage before both")
     parser.add_argument("--st-sample", type=int, default=10000, help="texts sentence-transformers is timed on")
     parser.add_argument("--limit", type=int, help="load only this many chunks (a quick check on a CPU)")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "embed_gpu.json")

@@ -7,8 +7,7 @@ import time
 
 from sqlalchemy import Engine
 
-from medrag.index.embedding import DocumentEmbedder
-from medrag.index.pending_texts import EMBED_TEXT_SQL
+from medrag.index.embedding import EMBED_TEXT_SQL, DocumentEmbedder
 
 BARE_BATCH = 64
 

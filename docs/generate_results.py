@@ -227,9 +227,14 @@ def render_bench_embed_gpu(report: dict[str, Any]) -> list[str]:
         rows.append([f"sentence-transformers encode, batch {library.get('batch_size')}", library.get("texts_per_s"),
                      run.get("sentence_transformers_over_forward_only")])
         prepare = run.get("prepare") or []
-        for item in prepare if isinstance(prepare, list) else [prepare]:
-            where = (f"{item['processes']} processes" if item.get("processes")
-                     else f"{item.get('workers', 1)} window(s) at once on threads")
+        prepared = [*(prepare if isinstance(prepare, list) else [prepare]),
+                    *([run["prepare_uncached"]] if run.get("prepare_uncached") else [])]
+        for item in prepared:
+            if "cache_words" in item:
+                where = "the word-piece cache" if item["cache_words"] else "the tokenizer's batch call"
+            else:
+                where = (f"{item['processes']} processes" if item.get("processes")
+                         else f"{item.get('workers', 1)} window(s) at once on threads")
             rows.append([f"tokenise and pad alone, {where}", item.get("texts_per_s"),
                          round(item["texts_per_s"] / forward, 3)])
         for item in need(run, "stage"):
@@ -239,6 +244,10 @@ def render_bench_embed_gpu(report: dict[str, Any]) -> list[str]:
                 f", {item['tokenizers']} window(s) prepared at once" if "tokenizers" in item else "",
                 f" in {item['tokenizer_processes']} processes" if item.get("tokenizer_processes") else "",
                 ", page-locked batches" if item.get("pinned") else "",
+                ", word-piece cache" if item.get("cache_words") else "",
+                (f", {item['reader_processes']} reader processes" if item.get("reader_processes")
+                 else ", one reader thread") if "reader_processes" in item else "",
+                " (spawned per stage)" if item.get("readers_spawned_per_stage") else "",
                 f"; the model waited {item['starved_seconds']} s for texts" if "starved_seconds" in item else ""])
             rows.append([f"{what} fill, {item.get('writers')} writer(s){commits}, batch {item.get('batch_size')}{how}",
                          item.get("fill_chunks_per_s"),
@@ -250,6 +259,15 @@ def render_bench_embed_gpu(report: dict[str, Any]) -> list[str]:
         agree = run.get("agreement") or {}
         lines += [f"fp16 vectors against sentence-transformers float32 on the CPU, {cell(agree.get('texts'))} "
                   f"texts: cosine min {cell(agree.get('cosine_min'))}, mean {cell(agree.get('cosine_mean'))}.", ""]
+    for diagnostic in report.get("diagnostics") or []:
+        lines += [f"**{cell(diagnostic.get('run'))}, a diagnostic** ({cell(diagnostic.get('device'))}; code: "
+                  f"{cell(diagnostic.get('code'))}): {cell(diagnostic.get('how'))}.", ""]
+        stages = diagnostic.get("stages") or []
+        keys = list(dict.fromkeys(key for stage in stages for key in stage if key != "stage"))
+        lines += table(["stage", *[key.replace("_", " ") for key in keys]],
+                       [[stage.get("stage"), *[stage.get(key) for key in keys]] for stage in stages])
+        if diagnostic.get("reading"):
+            lines += [f"{cell(diagnostic['reading'])}.", ""]
     # Run 11 measures the stage as shipped, and the same stage without the model, against its own forward-only rate.
     shipped = next((run for run in report["runs"] if run.get("run") == "run 11"), None)
     if shipped:

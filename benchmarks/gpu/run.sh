@@ -1,7 +1,7 @@
 #!/bin/bash
 # The device side of benchmarks/embed_gpu.py: unpack what benchmarks/gpu/pack.sh put in .gpu/ (carried), then run
-# it on CUDA; the JSON and the log land in $OUT. STAGES, FREE_STAGES, UNCACHED_STAGES and BATCHES override its
-# --stages, --free-stages, --uncached-stages and --batch-sizes.
+# it on CUDA; the JSON and the log land in $OUT. STAGES, FREE_STAGES and BATCHES override its --stages,
+# --free-stages and --batch-sizes.
 set -o pipefail
 start=$(date +%s)
 rm -rf /tmp/site /tmp/models /tmp/medrag_bench_embed_gpu-*  # a machine still warm from an earlier call
@@ -20,7 +20,6 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 MEDRAG_HOME=/tmp/medrag-home
 echo "setup $(( $(date +%s) - start )) s"
 python3 benchmarks/embed_gpu.py --chunks .gpu/chunks.copy.xz --device cuda --model "$model" \
   --stages "${STAGES:-4:4096,8:4096}" --free-stages "${FREE_STAGES:-4:4096}" \
-  --uncached-stages "${UNCACHED_STAGES:-}" \
   --batch-sizes "${BATCHES:-1024,2048,4096}" \
   --out "$OUT/embed_gpu.json" 2>&1 | tee "$OUT/log.txt"
 rc=$?

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Engine, text
 
-from medrag.index.pending_texts import EMBED_TEXT_SQL
+from medrag.index.embedding import EMBED_TEXT_SQL
 from medrag.retrieval.search import Hit, vector_literal
 
 BELOW_THRESHOLD = "below_threshold"

@@ -135,7 +135,7 @@ class Chunk(Base):
     section: Mapped[str | None] = mapped_column(Text)
     page_start: Mapped[int | None] = mapped_column(Integer)
     page_end: Mapped[int | None] = mapped_column(Integer)
-    # what the vector is computed from when it is not heading + text (medrag.index.pending_texts.EMBED_TEXT_SQL)
+    # what the vector is computed from when it is not heading + text (medrag.index.embedding.EMBED_TEXT_SQL)
     embedding_text: Mapped[str | None] = mapped_column(Text)
     tsv: Mapped[Any] = mapped_column(
         TSVECTOR,

@@ -18,13 +18,20 @@ from functools import cache
 from pathlib import Path
 
 from tokenizers import Tokenizer
+from tokenizers.models import WordPiece
+from tokenizers.normalizers import NFC, NFD, NFKC, NFKD, BertNormalizer, Lowercase, StripAccents
+from tokenizers.pre_tokenizers import BertPreTokenizer, WhitespaceSplit
 
 from medrag.core.errors import MedragError
-from medrag.index.word_pieces import SPACES, WORD_CACHE_LIMIT, splits_on_whitespace_first
 
 DEFAULT_MAX_SEQ_LENGTH = 256
 DEFAULT_OVERLAP_TOKENS = 32
+# Characters every whitespace-splitting tokenizer (and Python) treats as word breaks, mapped to a space.
+_SPACES = str.maketrans("\t\n\r", "   ")
+_WORD_CACHE_LIMIT = 1_000_000
 _BATCH_THRESHOLD = 256
+# Normalizers that change characters one by one, so they never join or split words.
+_LOCAL_NORMALIZERS = (BertNormalizer, Lowercase, NFC, NFD, NFKC, NFKD, StripAccents)
 
 
 class TokenizerError(MedragError):
@@ -55,7 +62,11 @@ class TokenCounter:
         self.special_tokens = processor.num_special_tokens_to_add(False) if processor is not None else 0
         # BERT-style tokenizers split on whitespace before anything else, so the count of texts joined by
         # whitespace is the sum of their counts; chunking then need not re-count what it packed.
-        self.is_additive = splits_on_whitespace_first(self._tokenizer)
+        self.is_additive = (
+            isinstance(self._tokenizer.model, WordPiece)
+            and isinstance(self._tokenizer.pre_tokenizer, BertPreTokenizer | WhitespaceSplit)
+            and (self._tokenizer.normalizer is None or isinstance(self._tokenizer.normalizer, _LOCAL_NORMALIZERS))
+        )
         self._word_counts: dict[str, int] = {}
 
     def count(self, text: str) -> int:
@@ -70,12 +81,12 @@ class TokenCounter:
             return self._raw_counts(list(texts))
         # Sum the counts of the space-separated words, each word tokenised once per process: code documents
         # and manuals repeat a small vocabulary, and a dictionary lookup is far cheaper than tokenising again.
-        split_texts = [text.translate(SPACES).split(" ") for text in texts]
+        split_texts = [text.translate(_SPACES).split(" ") for text in texts]
         known = self._word_counts
         needed = set().union(*split_texts)
         missing = needed.difference(known)
         if missing:
-            if len(known) + len(missing) > WORD_CACHE_LIMIT:
+            if len(known) + len(missing) > _WORD_CACHE_LIMIT:
                 known.clear()
                 missing = needed
             words = list(missing)

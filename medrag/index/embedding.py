@@ -38,18 +38,21 @@ from medrag.index.onnx_model import (
     export_onnx,
     model_content_digest,
 )
-from medrag.index.pending_texts import (
-    PENDING,
-    PendingText,
-    ReaderPool,
-    Window,
-    WindowRequest,
-    in_scope,
-    pending,
-    thread_windows,
-)
 from medrag.index.torch_model import CUDA_BATCH_TEXTS, TorchEncoder
 from medrag.index.vector_copy import COPY_VECTORS, copy_payload
+
+# The text a chunk's vector is computed from, as SQL over the chunk table; the one place it is defined, so the
+# indexing stage, any re-check and the query side all agree on what a chunk "says": its embedding_text when the
+# document builder gave one (HCPCS codes: the item's descriptions), else heading and text.
+EMBED_TEXT_SQL = "coalesce(embedding_text, coalesce(heading || E'\\n', '') || text)"
+
+# A chunk is pending when it has no vector made by the model and backend configured now (%(model)s): a vector of
+# another model, or one whose maker was never recorded, would be a point in another space.
+def _pending(table: str) -> str:
+    return f"NOT EXISTS (SELECT 1 FROM chunk_vector AS own WHERE own.chunk_id = {table}id AND own.model_id = %(model)s)"
+
+
+_PENDING = _pending("chunk.")
 
 # A pending chunk whose content_hash already has a vector of this model in any release gets that vector: unchanged
 # text across quarterly releases is never sent to the model again. Joining from the pending rows keeps the cost
@@ -61,23 +64,46 @@ WITH donor AS (
     FROM chunk AS pending
     JOIN chunk AS embedded ON embedded.content_hash = pending.content_hash
     JOIN chunk_vector AS made ON made.chunk_id = embedded.id AND made.model_id = %(model)s
-    WHERE {pending("pending.")} AND {{in_scope}}
+    WHERE {_pending("pending.")} AND {{in_scope}}
     ORDER BY pending.content_hash
 )
 INSERT INTO chunk_vector (chunk_id, source, model_id, embedding)
 SELECT chunk.id, chunk.source, %(model)s, donor.embedding
 FROM donor JOIN chunk ON chunk.content_hash = donor.content_hash
-WHERE {pending("chunk.")}
+WHERE {_pending("chunk.")}
 ON CONFLICT (chunk_id) DO UPDATE SET model_id = EXCLUDED.model_id, embedding = EXCLUDED.embedding
 """
 
+# Optionally only chunks of some document sources (tests embed the prose sources, not 53k code documents).
+_IN_SOURCES = "(%(sources)s::text[] IS NULL OR {table}source = ANY(%(sources)s))"
+# Optionally one shard of the texts (their content hash hashed, modulo the shard count): workers embedding shards
+# at once never touch the same rows.
+_IN_SHARD = "(%(shards)s::int IS NULL OR mod(abs(hashtext({table}content_hash)), %(shards)s::int) = %(shard)s::int)"
+
+
+def _in_scope(table: str = "") -> str:
+    return f"{_IN_SOURCES.format(table=table)} AND {_IN_SHARD.format(table=table)}"
+
+
 # Texts in scope, and those still pending: the progress display starts from what an earlier, interrupted run did.
 _COUNT_TEXTS = f"""
-SELECT count(DISTINCT content_hash), count(DISTINCT content_hash) FILTER (WHERE {PENDING})
-FROM chunk WHERE {in_scope()}
+SELECT count(DISTINCT content_hash), count(DISTINCT content_hash) FILTER (WHERE {_PENDING})
+FROM chunk WHERE {_in_scope()}
 """
-_PENDING_ROWS_BY_SOURCE = f"SELECT source, count(*) FROM chunk WHERE {PENDING} AND {in_scope()} GROUP BY source"
+_PENDING_ROWS_BY_SOURCE = f"SELECT source, count(*) FROM chunk WHERE {_PENDING} AND {_in_scope()} GROUP BY source"
 
+# Each pending text once, with the chunks that say it (their ids and sources: the vector is written straight to
+# their rows). Keyset pagination on content_hash: each window starts after the last hash seen, so a window that
+# fills nothing (a concurrent writer, say) can never make the loop spin on the same rows.
+_SELECT_PENDING_TEXTS = f"""
+SELECT content_hash, (array_agg({EMBED_TEXT_SQL} ORDER BY id))[1], array_agg(id ORDER BY id),
+       array_agg(source ORDER BY id)
+FROM chunk
+WHERE {_PENDING} AND content_hash > %(after)s AND {_in_scope()}
+GROUP BY content_hash
+ORDER BY content_hash
+LIMIT %(limit)s
+"""
 # Another model's vectors of the same chunks go first: the COPY adds rows, it never replaces one.
 _DROP_REPLACED = "DELETE FROM chunk_vector WHERE chunk_id = ANY(%s)"
 _STILL_THERE = "SELECT id FROM chunk WHERE id = ANY(%s)"
@@ -117,9 +143,6 @@ INT8_BATCH_TEXTS = 1
 # three runs. An H200 with 16 cores; docs/results/bench_embed_gpu.json. The rows of different writes never overlap.
 CUDA_WRITERS = 4
 CUDA_COMMIT_TEXTS = 4096
-# On a GPU the texts are read, tokenised and padded by this many processes kept with the model, each over its own
-# range of content hashes: one thread beside the writers and the model's launches was the stage's bound.
-CUDA_READERS = 4
 # A source's vector graph is dropped and built again after the fill when the fill at least doubles it and adds
 # this many rows: one CREATE INDEX (parallel, in maintenance_work_mem) costs a fraction of row-by-row inserts
 # (10,000 ICD-10-CM vectors: 18.6 s inserted one by one into the m=24 graph, 5.3 s built at once), and the inserts
@@ -162,14 +185,12 @@ class DocumentEmbedder:
     """
 
     def __init__(self, model_path: str, *, backend: str = DEFAULT_BACKEND, cache_dir: str | Path | None = None,
-                 device: str | None = None, batch_size: int | None = None, readers: int | None = None) -> None:
+                 device: str | None = None, batch_size: int | None = None) -> None:
         check_backend(backend, EmbeddingError)
         self.model_path = str(model_path)
         self.backend = backend
         self.cache_dir = Path(cache_dir) if cache_dir is not None else Path(tempfile.gettempdir()) / "medrag-models"
         self._batch_size = batch_size
-        self._readers = readers
-        self._reader_pool: ReaderPool | None = None
         self._device = device
         self._model: BatchEncoder | None = None
         self._loading = threading.Lock()  # shards of one flow share this embedder: the model loads once
@@ -204,42 +225,13 @@ class DocumentEmbedder:
             return INT8_BATCH_TEXTS
         return CUDA_BATCH_TEXTS if self.device == "cuda" else CPU_BATCH_TEXTS
 
-    @property
-    def reader_processes(self) -> int:
-        """Processes reading pending texts ahead of the model: the number given, CUDA_READERS on a GPU, else none
-        (one thread)."""
-        if self._readers is not None:
-            return self._readers
-        return CUDA_READERS if self.device == "cuda" else 0
-
     def load(self) -> BatchEncoder:
-        """Load the model from model_path now (once), without touching the network, and return it; on a GPU the
-        reader processes start meanwhile."""
+        """Load the model from model_path now (once), without touching the network, and return it."""
         with self._loading:
             if self._model is None:
                 self._folder()
-                if self.reader_processes > 1 and self._reader_pool is None:
-                    self._reader_pool = ReaderPool(self.model_path, True, self.reader_processes)
-                self._model = self._load_model()
-            if self._reader_pool is not None:
-                self._reader_pool.wait_ready()
+                self._model = self._load_torch() if self.backend == BACKEND_TORCH else self._load_onnx()
         return self._model
-
-    def _load_model(self) -> BatchEncoder:
-        return self._load_torch() if self.backend == BACKEND_TORCH else self._load_onnx()
-
-    def reader_pool(self) -> ReaderPool | None:
-        """The reader processes, started again if a stage that stopped early closed them; None on a CPU."""
-        self.load()
-        if self._reader_pool is not None and self._reader_pool.closed:
-            self._reader_pool = ReaderPool(self.model_path, self.model.word_pieces.cache_words,
-                                           self.reader_processes)
-        return self._reader_pool
-
-    def close(self) -> None:
-        """Stop the reader processes, if any (they also end with this process)."""
-        if self._reader_pool is not None:
-            self._reader_pool.close()
 
     def prepare(self, texts: list[str]) -> list[TokenBatch]:
         """The texts tokenised and padded into the model's length-sorted batches (rows index texts)."""
@@ -330,7 +322,16 @@ def _register_model(conn: psycopg.Connection[Any], embedder: DocumentEmbedder) -
 
 def _reuse_embedded(conn: psycopg.Connection[Any], scope: dict[str, Any]) -> int:
     with conn.transaction():
-        return conn.execute(_REUSE_BY_CONTENT_HASH.format(in_scope=in_scope("pending.")), scope).rowcount
+        return conn.execute(_REUSE_BY_CONTENT_HASH.format(in_scope=_in_scope("pending.")), scope).rowcount
+
+
+@dataclass(frozen=True)
+class PendingText:
+    """A text to embed, and the chunks (ids and sources) that say it: its vector is written to each."""
+
+    content_hash: str
+    chunk_ids: list[int]
+    sources: list[str]
 
 
 def _timed_write(connections: queue.SimpleQueue[psycopg.Connection[Any]], texts: list[PendingText],
@@ -390,16 +391,15 @@ def embed_pending(
     `commit_texts` at a time (COMMIT_TEXTS; CUDA_COMMIT_TEXTS on a GPU), so a run killed midway keeps what it wrote
     and the next run does only the rest. With `shards`, only the texts of shard number `shard` (0-based): that many
     workers can run at once. `writers` writes run at once (default: one on a CPU, where the model needs the cores;
-    CUDA_WRITERS on a GPU, which outruns one writer). The texts are read ahead by the embedder's reader processes
-    (a GPU's) or by one thread.
+    CUDA_WRITERS on a GPU, which outruns one writer).
     """
     if shards is not None and not 0 <= shard < shards:
         raise EmbeddingError(f"shard {shard} is not one of 0..{shards - 1}")
     scope: dict[str, Any] = {"shard": shard, "shards": shards, "sources": sources}
     # Connections of the stage's own, one per concurrent use: vectors are written on `writers` connections while
-    # the next texts are read, tokenised and padded by the readers (medrag.index.pending_texts) and encoded here, so
-    # the stage runs close to the model's bare rate. Vectors travel as COPY bytes (medrag.index.vector_copy) and
-    # are reused in SQL: no connection needs pgvector's adapters.
+    # the next texts are read, tokenised and padded on `reader` and encoded here, so the stage runs close to the
+    # model's bare rate. Vectors travel as COPY bytes (medrag.index.vector_copy) and are reused in SQL: no
+    # connection needs pgvector's adapters.
     url = libpq_url(engine.url.render_as_string(hide_password=False))
     on_gpu = embedder.device == "cuda"
     writers = writers or (CUDA_WRITERS if on_gpu else 1)
@@ -408,8 +408,10 @@ def embed_pending(
     write_seconds: list[float] = []
     embedded = 0
     free_writers: queue.SimpleQueue[psycopg.Connection[Any]] = queue.SimpleQueue()
-    with (psycopg.connect(url, autocommit=True) as conn, contextlib.ExitStack() as writer_connections,
-          ThreadPoolExecutor(max_workers=writers, thread_name_prefix="medrag-embed-write") as background):
+    with (psycopg.connect(url, autocommit=True) as conn, psycopg.connect(url, autocommit=True) as reader,
+          contextlib.ExitStack() as writer_connections,
+          ThreadPoolExecutor(max_workers=writers, thread_name_prefix="medrag-embed-write") as background,
+          ThreadPoolExecutor(max_workers=1, thread_name_prefix="medrag-embed-read") as prefetch):
         if conn.execute("SELECT to_regtype('vector')").fetchone()[0] is None:
             raise EmbeddingError("the database has no pgvector type; run `medrag db migrate`")
         for _ in range(writers):
@@ -431,25 +433,36 @@ def embed_pending(
             total_texts, pending_texts = conn.execute(_COUNT_TEXTS, scope).fetchone()
             tracker = track(label, total=total_texts, unit="chunks", done=total_texts - pending_texts)
 
+            def read_window(after_hash: str) -> tuple[list[PendingText], list[TokenBatch]]:
+                """The next window's texts and padded batches, read, tokenised and padded while the model runs."""
+                rows = reader.execute(_SELECT_PENDING_TEXTS, {**scope, "after": after_hash, "limit": batch_size}
+                                      ).fetchall()
+                if not rows:  # all reused: the model is never loaded
+                    return [], []
+                return ([PendingText(content_hash, chunk_ids, chunk_sources)
+                         for content_hash, _, chunk_ids, chunk_sources in rows],
+                        embedder.prepare([text for _, text, _, _ in rows]))
+
             writing: collections.deque[Future[int]] = collections.deque()
-            if pending_texts:  # else all were reused: the model is never loaded
-                request = WindowRequest(url, scope, "", None, embedder.batch_size, batch_size)
-                with _stage_windows(embedder, request) as windows:
-                    while True:
-                        waiting = time.perf_counter()
-                        window = next(windows, None)
-                        seconds_starved += time.perf_counter() - waiting
-                        if window is None:
-                            break
-                        started = time.perf_counter()
-                        for part, vectors in _encode_window(embedder.model, window.batches, tracker, commit_texts):
-                            seconds_encode += time.perf_counter() - started
-                            if len(writing) >= writers:
-                                embedded += writing.popleft().result()  # `writers` in flight; errors surface here
-                            writing.append(background.submit(_timed_write, free_writers,
-                                                             [window.texts[row] for row in part], vectors,
-                                                             scope["model"], write_seconds))
-                            started = time.perf_counter()
+            reading = prefetch.submit(read_window, "")
+            while True:
+                waiting = time.perf_counter()
+                window = reading.result()
+                seconds_starved += time.perf_counter() - waiting
+                if not window[0]:
+                    break
+                texts, batches = window
+                # keyset paging: rows being written have hashes <= this, never re-read
+                reading = prefetch.submit(read_window, texts[-1].content_hash)
+                started = time.perf_counter()
+                parts = _encode_window(embedder.model, batches, tracker, commit_texts)
+                for part, vectors in parts:
+                    seconds_encode += time.perf_counter() - started
+                    if len(writing) >= writers:
+                        embedded += writing.popleft().result()  # `writers` writes in flight; an error surfaces here
+                    writing.append(background.submit(_timed_write, free_writers, [texts[row] for row in part],
+                                                     vectors, scope["model"], write_seconds))
+                    started = time.perf_counter()
             while writing:
                 embedded += writing.popleft().result()
             tracker.close()
@@ -475,22 +488,6 @@ def embed_pending(
         seconds_starved=seconds_starved,
         model=str(identity),
     )
-
-
-@contextlib.contextmanager
-def _stage_windows(embedder: DocumentEmbedder, request: WindowRequest) -> Iterator[Iterator[Window]]:
-    """The stage's windows: from the reader processes when the embedder has them and no other stage (a shard
-    beside this one) is using them, else from one reader thread."""
-    pool = embedder.reader_pool()
-    if pool is not None and pool.busy.acquire(blocking=False):
-        try:
-            with pool.windows(request) as windows:
-                yield windows
-        finally:
-            pool.busy.release()
-    else:
-        with thread_windows(request, embedder.model) as windows:
-            yield windows
 
 
 def _encode_window(model: BatchEncoder, batches: list[TokenBatch], tracker: Tracker,

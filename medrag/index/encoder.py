@@ -6,7 +6,7 @@ batch, so a text is cut, padded and pooled the same way whichever made its vecto
 
 from __future__ import annotations
 
-import functools
+import itertools
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -16,10 +16,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from medrag.core.errors import MedragError
-from medrag.index.word_pieces import Pieces, WordPieces, ragged_take
 
 if TYPE_CHECKING:
-    from tokenizers import Tokenizer
+    from tokenizers import Encoding, Tokenizer
 
 
 class UnsupportedModelError(MedragError):
@@ -59,26 +58,16 @@ def read_pipeline(model_path: str | Path) -> ModelPipeline:
     )
 
 
-def load_tokenizer(model_path: Path) -> Tokenizer:
-    """The model's fast tokenizer, cutting and padding nothing (batches cut at the model's length and pad)."""
+def load_tokenizer(model_path: Path, max_seq_length: int) -> Tokenizer:
+    """The model's fast tokenizer, cutting at max_seq_length word pieces and padding nothing (batches pad)."""
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(model_path / "tokenizer.json"))
     # tokenizer.json ships its own truncation (128) and fixed padding; sentence-transformers cuts at
     # max_seq_length word pieces, special tokens included, and pads each batch to its longest text.
-    tokenizer.no_truncation()
+    tokenizer.enable_truncation(max_length=max_seq_length)
     tokenizer.no_padding()
     return tokenizer
-
-
-def special_tokens(tokenizer: Tokenizer) -> tuple[list[int], list[int]]:
-    """The ids the tokenizer puts before and after a text's own pieces ([CLS] and [SEP] for BERT)."""
-    marked = tokenizer.encode("a", add_special_tokens=True).ids
-    bare = tokenizer.encode("a", add_special_tokens=False).ids
-    for start in range(len(marked) - len(bare) + 1):
-        if marked[start:start + len(bare)] == bare:
-            return marked[:start], marked[start + len(bare):]
-    raise UnsupportedModelError("the tokenizer's special tokens do not surround the text")
 
 
 def mean_pool(token_embeddings: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
@@ -96,21 +85,10 @@ def l2_normalize(vectors: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class TokenBatch:
-    """Texts tokenised and padded to the longest of them: the model's inputs, and where each row came from.
-
-    Only the ids and each row's length are kept (what travels from a reader process); the rest of the feed is
-    made from them when the model runs.
-    """
+    """Texts tokenised and padded to the longest of them: the model's inputs, and where each row came from."""
 
     rows: list[int]
-    ids: np.ndarray  # int64, one row per text, padded with zeros
-    lengths: np.ndarray  # int64, tokens per row, special tokens included
-
-    @functools.cached_property
-    def feed(self) -> dict[str, np.ndarray]:
-        """The model's inputs: ids, an attention mask of ones over each text, token types all zero (one text)."""
-        mask = (np.arange(self.ids.shape[1]) < self.lengths[:, None]).astype(np.int64)
-        return {"input_ids": self.ids, "attention_mask": mask, "token_type_ids": np.zeros_like(self.ids)}
+    feed: dict[str, np.ndarray]
 
 
 class BatchEncoder:
@@ -121,40 +99,37 @@ class BatchEncoder:
     def __init__(self, model_path: str | Path) -> None:
         self.model_path = Path(model_path)
         self.pipeline = read_pipeline(self.model_path)
-        tokenizer = load_tokenizer(self.model_path)
-        self.word_pieces = WordPieces(tokenizer)
-        self.prefix, self.suffix = special_tokens(tokenizer)
+        self.tokenizer = load_tokenizer(self.model_path, self.pipeline.max_seq_length)
 
-    def tokenize(self, texts: list[str]) -> Pieces:
-        """Word pieces of each text, without special tokens and uncut (batches add and cut them)."""
+    def tokenize(self, texts: list[str]) -> list[Encoding]:
+        """Word pieces of each text, cut at the model's maximum length (the tokenizer runs in parallel).
+
+        encode_batch_fast skips the character offsets nothing here reads: the same ids, 0.9x the time (20,000 chunk
+        texts on 2 cores: 17,000 texts/s against 15,400).
+        """
         if self.pipeline.lower_case:
             texts = [text.lower() for text in texts]
-        return self.word_pieces.encode(texts)
+        return self.tokenizer.encode_batch_fast(texts, add_special_tokens=True)
 
-    def batches(self, pieces: Pieces, batch_size: int) -> Iterator[TokenBatch]:
+    def batches(self, encodings: list[Encoding], batch_size: int) -> Iterator[TokenBatch]:
         """Padded batches of similar length (shortest first), so a batch pads little.
 
-        Each text is its pieces cut to fit the model's maximum length with the special tokens around them, as the
-        tokenizer's own truncation does; the attention mask is all ones over it and the token types all zeros (one
-        text per row). Built with numpy: on a GPU this is the stage's work per text that holds Python's lock.
+        Built with numpy from each text's word-piece ids alone: the tokenizer pads nothing and is given one text at a
+        time, so a text's attention mask is all ones and its token types all zeros. On a GPU this padding is the
+        stage's Python work per text (0.35x the time a loop over the tokenizer's lists took, on 20,000 chunk texts).
         """
-        prefix, suffix = np.asarray(self.prefix, dtype=np.int64), np.asarray(self.suffix, dtype=np.int64)
-        kept_pieces = np.minimum(pieces.lengths, self.pipeline.max_seq_length - len(prefix) - len(suffix))
-        lengths = kept_pieces + len(prefix) + len(suffix)
-        starts = pieces.starts
+        lengths = np.fromiter((len(encoding) for encoding in encodings), dtype=np.int64, count=len(encodings))
         order = np.argsort(lengths, kind="stable")
         for start in range(0, len(order), batch_size):
             rows = order[start:start + batch_size]
-            row_pieces = kept_pieces[rows]
-            columns = np.arange(lengths[rows].max())
-            ids = np.zeros((len(rows), len(columns)), dtype=np.int64)
-            ids[:, :len(prefix)] = prefix
-            own = (columns >= len(prefix)) & (columns < len(prefix) + row_pieces[:, None])
-            # boolean assignment fills row by row, left to right: each row's pieces land in order
-            ids[own] = ragged_take(pieces.ids, starts[rows], row_pieces)
-            for position, token in enumerate(suffix):
-                ids[np.arange(len(rows)), len(prefix) + row_pieces + position] = token
-            yield TokenBatch(rows.tolist(), ids, lengths[rows])
+            row_lengths = lengths[rows]
+            kept = np.arange(row_lengths.max()) < row_lengths[:, None]
+            ids = np.zeros(kept.shape, dtype=np.int64)
+            # boolean assignment fills row by row, left to right: each row's pieces land in its first cells
+            ids[kept] = np.fromiter(itertools.chain.from_iterable(encodings[row].ids for row in rows), dtype=np.int64,
+                                    count=int(row_lengths.sum()))
+            yield TokenBatch(rows.tolist(), {"input_ids": ids, "attention_mask": kept.astype(np.int64),
+                                             "token_type_ids": np.zeros_like(ids)})
 
     def run(self, batch: TokenBatch) -> np.ndarray:
         """The model on one padded batch: mean-pooled, unit-length float32 vectors in the batch's row order."""

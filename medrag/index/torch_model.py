@@ -39,10 +39,6 @@ class TorchEncoder(BatchEncoder):
         model = AutoModel.from_pretrained(str(self.model_path), dtype=dtype).eval().to(self.device)
         self.model = model
         self.dimension = int(model.config.hidden_size)
-        if self.device.type == "cuda":
-            # The first call on a GPU loads its kernels (3.4 s on an H100 in the stage's first window): paid here,
-            # with the model's loading, not by the first texts.
-            self.run(next(self.batches(self.tokenize(["warm up"]), 1)))
 
     def _vectors(self, batch: TokenBatch) -> Any:
         """Launch the model on one batch; the pooled, unit-length float32 vectors as a tensor on the device."""
