@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from sqlalchemy import text
 
 from medrag.cli import main
-from medrag.codes import HCPCS, ICD10CM, CodeFinder
+from medrag.codes import HCPCS, ICD10CM, CodeFinder, plan
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +38,32 @@ def test_index_tables_load_with_the_fy2025_release(indexed_engine) -> None:
     assert set(counts) == {"diseases", "external_causes", "drugs", "neoplasms"} and counts["diseases"] == 81_024
     assert tuple(drug) == ("T39.1X1", "T39.1X5") and tuple(neoplasm) == ("C76.2", "D36.7")
     assert fy2025_codes > 70_000  # the order file's billable codes, FY2025 having no tabular XML offline
+
+
+def test_pairs_tsquery_quotes_each_lexeme_and_needs_two() -> None:
+    assert plan.pairs_tsquery(["leg", "pain", "leg"]) == "('leg' & 'pain')"
+    assert plan.pairs_tsquery(["o'brien", "sign", "test"]) == (
+        "('o''brien' & 'sign') | ('o''brien' & 'test') | ('sign' & 'test')")
+    assert plan.pairs_tsquery(["leg"]) is None and plan.pairs_tsquery(["a\\b", "leg"]) is None
+
+
+def test_the_index_leg_reads_entries_sharing_one_word_only_when_too_few_share_two(indexed_engine) -> None:
+    lexemes = ["leg", "pain", "chronic", "right"]  # thousands of entries share one of them, hundreds two
+    with indexed_engine.connect() as conn:
+        release_id = conn.execute(text("SELECT id FROM release WHERE source = 'icd10cm' AND label = 'FY2025'")
+                                  ).scalar()
+        statement = text(plan.lookup_statement("index", ICD10CM))
+
+        def lookup(pairs: str | None, limit: int) -> list[tuple]:
+            return [tuple(row) for row in conn.execute(statement, {
+                "release_id": release_id, "index_release_id": release_id, "limit": limit, "lexemes": lexemes,
+                "tsquery": " | ".join(f"'{lexeme}'" for lexeme in lexemes), "pairs_tsquery": pairs})]
+
+        # 20 entries sharing two words are enough for 5 codes; 2,000 are not, so those sharing one are read too.
+        # Without pairs every entry sharing one word is read: the rows (codes, ranks, evidence) must be the same.
+        for limit in (5, 500):
+            two_tiers = lookup(plan.pairs_tsquery(lexemes), limit)
+            assert two_tiers and two_tiers == lookup(None, limit)
 
 
 def test_screening_mammogram_encounter_finds_z12_31_first_through_the_index(finder) -> None:
