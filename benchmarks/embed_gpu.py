@@ -185,16 +185,19 @@ class FreeEmbedder(DocumentEmbedder):
         """The model-free encoder (same tokenizer and batching as the model's)."""
         if self._model is None:
             self._model = FreeEncoder(self.model_path)
+            self._model.width_multiple = self.width_multiple
         return self._model
 
 
-def run_stage(url: str, model_path: str, device: str, batch_size: int, writers: int, commit_texts: int, *,
-              free: bool = False) -> dict[str, Any]:
+def run_stage(url: str, model_path: str, device: str, batch_size: int, writers: int, commit_texts: int,
+              width_multiple: int = 1, *, free: bool = False) -> dict[str, Any]:
     """embed_pending from no vectors on the device: counts and seconds, the fill apart from the graph build.
 
-    free: without the model (FreeEmbedder), the bound the rest of the stage sets."""
+    free: without the model (FreeEmbedder), the bound the rest of the stage sets. width_multiple: batch widths
+    rounded up to it, each rounded shape run once when the model loads (not timed)."""
     maker = FreeEmbedder if free else DocumentEmbedder
-    embedder = maker(model_path, backend=BACKEND_TORCH, device=device, batch_size=batch_size)
+    embedder = maker(model_path, backend=BACKEND_TORCH, device=device, batch_size=batch_size,
+                     width_multiple=width_multiple)
     embedder.load()  # loading the model is not part of a refresh's stage time here (once per process)
     started = time.perf_counter()
     stats = embed_pending(get_engine(url=url), embedder, writers=writers, commit_texts=commit_texts,
@@ -202,6 +205,7 @@ def run_stage(url: str, model_path: str, device: str, batch_size: int, writers: 
     seconds = time.perf_counter() - started
     fill_seconds = seconds - stats.seconds_index
     return {"model": "none (free)" if free else stats.model, "writers": writers, "commit_texts": commit_texts,
+            "width_multiple": width_multiple,
             "window_texts": WINDOW_TEXTS,
             "batch_size": batch_size, "embedded": stats.embedded, "seconds": round(seconds, 2),
             "fill_seconds": round(fill_seconds, 2), "index_seconds": round(stats.seconds_index, 2),
@@ -254,8 +258,9 @@ def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
         if position:
             reset_vectors(url)
         batch_size = rest[0] if rest else best["batch_size"]
+        width_multiple = rest[1] if len(rest) > 1 else 1
         report["stage"].append(run_stage(url, model_path, args.device, batch_size, writers, commit_texts,
-                                         free=free))
+                                         width_multiple, free=free))
         print(f"stage: {report['stage'][-1]}", file=sys.stderr)
     forward = best["texts_per_s"]
     for item in report["stage"]:
@@ -286,7 +291,8 @@ def print_table(report: dict[str, Any]) -> None:
           f"{st['texts_per_s'] / forward:>15.3f}")
     for item in report["stage"]:
         label = (f"{'stage without the model' if item['model'].startswith('none') else 'stage'} fill, "
-                 f"{item['writers']} writer(s), commits of {item['commit_texts']}, batch {item['batch_size']}")
+                 f"{item['writers']} writer(s), commits of {item['commit_texts']}, batch {item['batch_size']}"
+                 f"{', widths x' + str(item['width_multiple']) if item.get('width_multiple', 1) > 1 else ''}")
         print(f"{label:62} {item['fill_chunks_per_s']:>10,.0f} "
               f"{item['fill_over_forward_only']:>15.3f}")
         print(f"{'stage with vector graphs (' + str(item['index_seconds']) + ' s of it)':62} "
@@ -297,7 +303,7 @@ def print_table(report: dict[str, Any]) -> None:
 
 
 def stage_list(text: str) -> list[tuple[int, ...]]:
-    """writers:commit_texts[:batch_size],... as tuples of ints."""
+    """writers:commit_texts[:batch_size[:width_multiple]],... as tuples of ints."""
     return [tuple(int(x) for x in item.split(":")) for item in text.split(",") if item]
 
 
@@ -310,8 +316,9 @@ def main() -> None:
     parser.add_argument("--batch-sizes", type=lambda text: [int(x) for x in text.split(",")],
                         default=[1024, 2048, 4096])
     parser.add_argument("--stages", type=stage_list, default=[(CUDA_WRITERS, CUDA_COMMIT_TEXTS, CUDA_BATCH_TEXTS)],
-                        help="stage runs as writers:commit_texts[:batch_size], comma-separated (batch size: the best "
-                             "forward-only one unless given)")
+                        help="stage runs as writers:commit_texts[:batch_size[:width_multiple]], comma-separated "
+                             "(batch size: the best forward-only one unless given; widths rounded up to a multiple, "
+                             "default 1: not rounded)")
     parser.add_argument("--free-stages", type=stage_list, default=[],
                         help="stage runs as --stages, with a model that costs nothing: the rest of the stage's bound")
     parser.add_argument("--st-sample", type=int, default=10000, help="texts sentence-transformers is timed on")

@@ -73,6 +73,22 @@ def test_backend_vectors_equal_the_sentence_transformers_ones(
     assert cosines.min() >= minimum and cosines.mean() >= mean, (backend, cosines.min(), cosines.mean())
 
 
+def test_rounded_batch_widths_pad_more_and_change_no_vector(ncd_sentences: list[str], torch_vectors: np.ndarray,
+                                                            cache_dir: Path) -> None:
+    """Widths rounded up to 32 (for a GPU's few input shapes): padding the attention mask hides, capped at the
+    model's length; a batch's texts keep their vectors."""
+    rounded = DocumentEmbedder(load_settings().embedding_model, backend=BACKEND_TORCH, cache_dir=cache_dir,
+                               device="cpu", width_multiple=32)
+    model = rounded.load()
+    widths = {batch.feed["input_ids"].shape[1] for batch in rounded.prepare(ncd_sentences[:300])}
+    longest = model.pipeline.max_seq_length
+    assert widths <= {*range(32, longest, 32), longest} and len(widths) > 1, widths
+    assert model.width(1) == 32 and model.width(longest - 1) == longest and model.width(longest + 5) == longest + 5
+    cosines = (rounded.encode(ncd_sentences[:300]) * torch_vectors).sum(axis=1)
+    assert cosines.min() >= 0.99999, cosines.min()
+    assert model.warm_up(4) == len({model.width(width) for width in range(1, longest + 1)})
+
+
 def test_an_int8_vector_does_not_depend_on_the_texts_beside_it(ncd_sentences: list[str], cache_dir: Path) -> None:
     """One text per int8 call: a chunk gets the vector it gets alone, as its question does."""
     int8 = _embedder(BACKEND_ONNX_INT8, cache_dir)

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The device side of benchmarks/embed_gpu.py: unpack what benchmarks/gpu/pack.sh put in .gpu/ (carried), then run
-# it on CUDA; the JSON and the log land in $OUT. STAGES, FREE_STAGES and BATCHES override its --stages,
-# --free-stages and --batch-sizes.
+# it on CUDA; the JSON and the log land in $OUT. STAGES (writers:commit[:batch[:width]],...), FREE_STAGES and
+# BATCHES override its --stages, --free-stages and --batch-sizes.
 set -o pipefail
 start=$(date +%s)
 rm -rf /tmp/site /tmp/models /tmp/medrag_bench_embed_gpu-*  # a machine still warm from an earlier call

@@ -185,12 +185,13 @@ class DocumentEmbedder:
     """
 
     def __init__(self, model_path: str, *, backend: str = DEFAULT_BACKEND, cache_dir: str | Path | None = None,
-                 device: str | None = None, batch_size: int | None = None) -> None:
+                 device: str | None = None, batch_size: int | None = None, width_multiple: int = 1) -> None:
         check_backend(backend, EmbeddingError)
         self.model_path = str(model_path)
         self.backend = backend
         self.cache_dir = Path(cache_dir) if cache_dir is not None else Path(tempfile.gettempdir()) / "medrag-models"
         self._batch_size = batch_size
+        self.width_multiple = width_multiple  # torch: batch widths rounded up to this (BatchEncoder.width_multiple)
         self._device = device
         self._model: BatchEncoder | None = None
         self._loading = threading.Lock()  # shards of one flow share this embedder: the model loads once
@@ -256,11 +257,14 @@ class DocumentEmbedder:
 
     def _load_torch(self) -> TorchEncoder:
         try:
-            return TorchEncoder(self.model_path, device=self.device)
+            encoder = TorchEncoder(self.model_path, device=self.device, width_multiple=self.width_multiple)
         except (UnsupportedModelError, OSError) as error:  # an incomplete folder; offline, a hub name cannot load
             reason = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise EmbeddingError(f"cannot load the embedding model {self.model_path!r} ({reason}); "
                                  "set MEDRAG_EMBEDDING_MODEL") from error
+        if self.device == "cuda":
+            encoder.warm_up(self.batch_size)  # with rounded widths, each shape's first call is paid here, once
+        return encoder
 
     @property
     def model(self) -> BatchEncoder:

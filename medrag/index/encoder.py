@@ -95,6 +95,9 @@ class BatchEncoder:
     """The model's tokenizer and batching; a subclass says how one padded batch becomes vectors (`run`)."""
 
     dimension: int
+    # Batch widths are rounded up to a multiple of this (1: a batch is as wide as its longest text). A GPU pays for
+    # each new input shape's first call; rounded widths let a stage meet only a few (TorchEncoder.warm_up).
+    width_multiple = 1
 
     def __init__(self, model_path: str | Path) -> None:
         self.model_path = Path(model_path)
@@ -123,13 +126,18 @@ class BatchEncoder:
         for start in range(0, len(order), batch_size):
             rows = order[start:start + batch_size]
             row_lengths = lengths[rows]
-            kept = np.arange(row_lengths.max()) < row_lengths[:, None]
+            kept = np.arange(self.width(int(row_lengths.max()))) < row_lengths[:, None]
             ids = np.zeros(kept.shape, dtype=np.int64)
             # boolean assignment fills row by row, left to right: each row's pieces land in its first cells
             ids[kept] = np.fromiter(itertools.chain.from_iterable(encodings[row].ids for row in rows), dtype=np.int64,
                                     count=int(row_lengths.sum()))
             yield TokenBatch(rows.tolist(), {"input_ids": ids, "attention_mask": kept.astype(np.int64),
                                              "token_type_ids": np.zeros_like(ids)})
+
+    def width(self, longest: int) -> int:
+        """A batch's width for its longest text: rounded up to width_multiple, never past the model's length."""
+        rounded = -(-longest // self.width_multiple) * self.width_multiple
+        return max(longest, min(rounded, self.pipeline.max_seq_length))
 
     def run(self, batch: TokenBatch) -> np.ndarray:
         """The model on one padded batch: mean-pooled, unit-length float32 vectors in the batch's row order."""

@@ -22,8 +22,9 @@ CUDA_BATCH_TEXTS = 1024
 class TorchEncoder(BatchEncoder):
     """The model's transformer through transformers' AutoModel, pooled and normalised on the device it runs on."""
 
-    def __init__(self, model_path: str | Path, *, device: str = "cpu") -> None:
+    def __init__(self, model_path: str | Path, *, device: str = "cpu", width_multiple: int = 1) -> None:
         super().__init__(model_path)
+        self.width_multiple = width_multiple
         # Must be set before huggingface_hub is imported: it reads the variable once, at import.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         import torch
@@ -55,6 +56,18 @@ class TorchEncoder(BatchEncoder):
     def run(self, batch: TokenBatch) -> np.ndarray:
         """The model on one padded batch: mean-pooled, unit-length vectors in the batch's row order."""
         return self._vectors(batch).cpu().numpy()
+
+    def warm_up(self, batch_size: int) -> int:
+        """Run every batch shape a stage can meet once (full batches, each rounded width), so that no text waits
+        for a shape's first call; the shapes run. Only rounded widths are few enough to warm."""
+        if self.width_multiple <= 1:
+            return 0
+        widths = sorted({self.width(width) for width in range(1, self.pipeline.max_seq_length + 1)})
+        for width in widths:
+            ids = np.zeros((batch_size, width), dtype=np.int64)
+            self.run(TokenBatch(list(range(batch_size)), {"input_ids": ids, "attention_mask": np.ones_like(ids),
+                                                          "token_type_ids": np.zeros_like(ids)}))
+        return len(widths)
 
     def run_all(self, batches: Iterable[TokenBatch]) -> Iterator[tuple[list[int], np.ndarray]]:
         """(rows, vectors) of each batch; on a GPU batch N+1 is padded and launched before batch N is read back."""
