@@ -376,6 +376,12 @@ _INDEX_ENDS = (f"split_part(m.path[1], ',', 1) || ' ' || {_QUALIFIED_LEVELS} "
                "|| coalesce(' ' || regexp_replace(m.column_name, '\\([^)]*\\)', ' ', 'g'), '')")
 
 
+# How Index entries rank: the most of the term's lexemes shared, then the fewest words it leaves unexplained, then
+# the shortest path; a total order, so the two reads of _index_hit and every run agree on it.
+def _index_order(alias: str = "") -> str:
+    return f"shared DESC, precision DESC, cardinality({alias}path), {alias}code, {alias}entry_id"
+
+
 def _index_matches(name: str, condition: str) -> str:
     """The Index entries passing `condition`, with how many of the term's lexemes each shares, best first."""
     return f"""{name} AS (
@@ -387,7 +393,7 @@ def _index_matches(name: str, condition: str) -> str:
            {_INDEX_TITLE_SQL} AS index_title
     FROM icd10cm_index_entry e, term_query t
     WHERE e.release_id = :index_release_id AND e.code IS NOT NULL AND {condition}
-    ORDER BY shared DESC, precision DESC, cardinality(e.path), e.code, e.entry_id
+    ORDER BY {_index_order("e.")}
     LIMIT 4 * :limit
 )"""
 
@@ -413,7 +419,7 @@ matched AS (
     SELECT * FROM (SELECT * FROM strong
                    UNION ALL
                    SELECT * FROM weak WHERE entry_id NOT IN (SELECT entry_id FROM strong)) found
-    ORDER BY shared DESC, precision DESC, cardinality(path), code, entry_id
+    ORDER BY {_index_order()}
     LIMIT 4 * :limit
 ),
 entry_code AS (
