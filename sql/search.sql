@@ -72,7 +72,8 @@ BEGIN
     SELECT word, ndoc FROM ts_stat(
         'SELECT to_tsvector(''simple'', c.text) FROM chunk c JOIN document d ON d.id = c.document_id '
         'WHERE d.is_current')
-    WHERE ndoc >= 2 AND word ~ '^[a-z]{4,}$' AND to_tsvector('english', word) <> ''::tsvector;
+    WHERE ndoc >= 2 AND (word ~ '^[a-z]{4,}$' AND to_tsvector('english', word) <> ''::tsvector
+                         OR word ~ '^[a-z]+(-[a-z]+)+$');
     DELETE FROM medrag_code_wording;
     INSERT INTO medrag_code_wording (document_id, title_lexemes, short_lexemes, says_other, is_default, is_header,
                                      is_measure)
@@ -113,6 +114,21 @@ AS $$
             WHERE ' ' || known.term || ' ' LIKE '% ' || typed_word || ' %') > 0
 $$;
 
+-- The hyphenated corpus words each typed word spells without its hyphens ("checkup": check-up, "xray": x-ray), with
+-- the hyphenated word's own lexeme: people leave the hyphen out, CMS and the ICD-10-CM Index keep it, and
+-- PostgreSQL's parser keeps a hyphenated word as one lexeme. Read by medrag_text_queries and the code finder.
+CREATE OR REPLACE FUNCTION medrag_compounds(typed_words text[])
+RETURNS TABLE (typed text, compound text, lexeme text)
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    SELECT typed_word, known.word,
+           (SELECT l FROM unnest(tsvector_to_array(to_tsvector('english', known.word))) AS l
+            WHERE l LIKE '%-%' ORDER BY length(l) DESC, l LIMIT 1)
+    FROM unnest(typed_words) AS typed_word
+    JOIN medrag_word known ON replace(known.word, '-', '') = typed_word AND known.word LIKE '%-%'
+    WHERE typed_word NOT LIKE '%-%'
+$$;
+
 -- The query's misspelt words with the corpus word each is corrected to: a word of four letters or more that neither
 -- the corpus nor its stem is in, and its nearest corpus word by trigram similarity (close in length, common words
 -- preferred). medrag_text_queries adds the corrections to the full-text query; the search's caller embeds the
@@ -126,7 +142,7 @@ AS $$
     FROM regexp_split_to_table(lower(coalesce(query_text, '')), '[^a-z]+') AS typed_word
     CROSS JOIN LATERAL (
         SELECT w.word FROM medrag_word w
-        WHERE w.word % typed_word AND abs(length(w.word) - length(typed_word)) <= 2
+        WHERE w.word % typed_word AND abs(length(w.word) - length(typed_word)) <= 2 AND w.word NOT LIKE '%-%'
         ORDER BY similarity(w.word, typed_word) + 0.05 * log(w.ndoc) DESC, w.word
         LIMIT 1
     ) nearest
@@ -137,7 +153,8 @@ $$;
 -- The full-text queries for a user's text. Websearch syntax ("quoted phrases", -word) is taken as written. Otherwise
 -- a natural question rarely has all its words in one chunk, so its words are OR-ed and ts_rank rewards the
 -- chunks that hold more of them (rank_query); a word the corpus does not hold also brings its nearest corpus word
--- (medrag_spelling); and the rows ranked are only those
+-- (medrag_spelling) and a word written without its hyphens the corpus's hyphenated word (medrag_compounds); and the
+-- rows ranked are only those
 -- holding the rarer words, up to match_budget chunks by the corpus counts (match_query), which bounds the work
 -- whatever the words. Known abbreviations add their expansions to both.
 CREATE OR REPLACE FUNCTION medrag_text_queries(query_text text, match_budget integer DEFAULT 800)
@@ -157,6 +174,10 @@ AS $$
         FROM correction,
              unnest(to_tsvector('english', coalesce(query_text, '') || ' ' || coalesce(correction.words, ''))) AS w
         LEFT JOIN medrag_term t ON t.lexeme = w.lexeme
+        UNION
+        SELECT c.lexeme, t.ndoc
+        FROM medrag_compounds(regexp_split_to_array(lower(coalesce(query_text, '')), '[^a-z]+')) AS c
+        LEFT JOIN medrag_term t ON t.lexeme = c.lexeme
     ),
     expansion AS (
         -- an expansion is AND-ed: it matches at most as many chunks as its rarest word

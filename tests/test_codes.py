@@ -106,6 +106,16 @@ def test_a_negated_word_leaves_out_the_codes_that_name_it(finder) -> None:
     assert "K70.0" in codes_of(finder.find("fatty liver caused by alcohol"), ICD10CM)
 
 
+def test_a_negated_word_leaves_out_the_codes_classified_under_it(finder) -> None:
+    """No S code names "injury", but chapter 19 ("Injury, poisoning and certain other consequences of external
+    causes") holds them all: its title counts as what each of them says."""
+    for term in ("knee pain, no injury", "hip pain, not from an injury"):
+        icd = codes_of(finder.find(term), ICD10CM)
+        assert icd[0].startswith("M25.5"), icd  # Pain in joint
+        assert not any(code[0] in "ST" for code in icd), (term, icd)  # T84.84XA: pain due to an orthopedic device
+    assert any(code[0] == "S" for code in codes_of(finder.find("knee pain after an injury"), ICD10CM))
+
+
 def test_both_is_read_as_bilateral(finder) -> None:
     """ICD-10-CM says "bilateral" where people say "both": a stop word the synonym table gives a meaning."""
     search = finder.find("osteoarthritis of both knees")

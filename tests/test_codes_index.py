@@ -90,6 +90,19 @@ def test_codes_under_an_index_header_inherit_its_entry_and_the_unspecified_one_c
                for line in search.trace), search.trace
 
 
+def test_a_word_typed_without_its_hyphen_finds_the_hyphenated_wording(finder, indexed_engine) -> None:
+    """"Check-up" (see Examination) is how the Index says it; people type "checkup"."""
+    with indexed_engine.connect() as conn:
+        compounds = conn.execute(text("SELECT typed, compound, lexeme FROM medrag_compounds("
+                                      "ARRAY['checkup', 'incentive', 'check-up'])")).all()
+        text_query = conn.execute(text("SELECT rank_query::text FROM medrag_text_queries('checkup')")).scalar_one()
+    assert [tuple(row) for row in compounds] == [("checkup", "check-up", "check-up")]
+    assert "'check-up'" in text_query and "'checkup'" in text_query
+    search = finder.find("routine well child checkup")
+    assert codes_of(search, ICD10CM)[0] == "Z00.129", search.trace  # Examination > child
+    assert "hyphenated: checkup = check-up (searched both ways)" in search.trace, search.trace
+
+
 def test_a_reference_without_a_comma_leads_to_the_subterm(finder) -> None:
     search = finder.find("ear infection")  # Infection > ear (middle): see Otitis media
     assert codes_of(search, ICD10CM)[0] == "H66.90", search.trace

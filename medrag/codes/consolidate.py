@@ -344,12 +344,13 @@ def lexical_match(row: CodeRow, query: TermQuery, extra_terms: tuple[Term, ...] 
 
 
 def contradicts(row: CodeRow, query: TermQuery) -> bool:
-    """The code's description names what the term says is not so ("Alcoholic fatty liver" for "fatty liver not
-    caused by alcohol"); what it names only after "without" does not count."""
+    """The code's description or the titles it is classified under name what the term says is not so ("Alcoholic
+    fatty liver" for "fatty liver not caused by alcohol", chapter "Injury, poisoning ..." for "shoulder pain, no
+    injury"); what the description names only after "without" does not count."""
     description = row.terms[0] if row.terms else None
     if description is None:
         return False
-    named = description.lexemes - description.negated
+    named = (description.lexemes - description.negated) | row.headings
     return any(_concept_coverage(concept, named) > 0 for concept in query.negations())
 
 

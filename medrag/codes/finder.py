@@ -36,7 +36,7 @@ from medrag.codes.plan import CodeRelease, CodeRow, IndexRelease, Lookup, Lookup
 from medrag.codes.reflect import Decision, ReflectState, reflect
 from medrag.codes.results import CodeMatch, CodeSearch, Related, summarize
 from medrag.codes.synonyms import SynonymTable, load_clinical_synonyms
-from medrag.codes.terms import SPELLING, SYNONYM, TermQuery, Wording, build_term_query
+from medrag.codes.terms import COMPOUND, SPELLING, SYNONYM, TermQuery, Wording, build_term_query
 from medrag.core.errors import MedragError
 
 log = logging.getLogger(__name__)
@@ -347,11 +347,16 @@ class _Search:
             # Concepts belong to the systems the classifier heard (a multi-intent term's halves), whatever is searched.
             self.query = build_term_query(self.text, self.classification, self.finder.synonyms,
                                           lambda words: plan.analyze_words(self.finder.engine, words),
-                                          self.classification.systems())
+                                          self.classification.systems(),
+                                          lambda words: plan.compound_words(self.finder.engine, words))
             negated = self.query.negations()
             if negated:
                 self.trace.append(f"negation: not {', '.join(concept.text for concept in negated)} (not searched; a "
                                   "code whose description names it is left out)")
+            compounds = [f"{concept.text} = {wording.words[0]}" for concept in self.query.concepts
+                         for wording in concept.wordings if wording.origin == COMPOUND]
+            if compounds:
+                self.trace.append(f"hyphenated: {', '.join(compounds)} (searched both ways)")
             futures += self._word_lookups(self.systems)
             # a word of the corpus that no code's wording holds ("medicare", "cover") is no misspelling: asked
             # while the lookups run, read before the first reflection

@@ -88,6 +88,9 @@ class CodeRow:
     terms: tuple[Term, ...]  # terms[0] is the description
     ancestors: tuple[tuple[str, frozenset[str]], ...] = ()  # (code, description lexemes) of the codes above it
     head: frozenset[str] = frozenset()  # lexemes of the description up to its first comma ("Walker, rigid ...")
+    # Lexemes of the titles of its Tabular chapter and block ("Injury, poisoning and certain other consequences of
+    # external causes", "Injuries to the shoulder and upper arm"): what every code under them is about.
+    headings: frozenset[str] = frozenset()
     # The billable codes a 7th character makes of it (T39.1X1 -> T39.1X1A, D, S), in the Tabular's order.
     seventh: tuple[SeventhCharacter, ...] = ()
     # False when the release says Medicare does not pay the code at all (HCPCS coverage code I): another payer's.
@@ -170,7 +173,11 @@ WITH detail AS (
                        unnest(coalesce(a.inclusion_terms, '{{}}') || coalesce(a.includes, '{{}}')) AS term
                   WHERE a.release_id = c.release_id AND {_ANCESTORS}) t) AS terms,
            (SELECT jsonb_agg(jsonb_build_array(a.code, a.description) ORDER BY a.code)
-            FROM icd10cm_code a WHERE a.release_id = c.release_id AND {_ANCESTORS}) AS ancestors
+            FROM icd10cm_code a WHERE a.release_id = c.release_id AND {_ANCESTORS}) AS ancestors,
+           concat_ws(' ', (SELECT ch.description FROM icd10cm_chapter ch
+                           WHERE ch.release_id = c.release_id AND ch.chapter = c.chapter),
+                     (SELECT s.description FROM icd10cm_section s
+                      WHERE s.release_id = c.release_id AND s.section_id = c.section_id)) AS headings
     FROM unnest(CAST(:codes AS text[])) WITH ORDINALITY AS h(code, n)
     JOIN icd10cm_code c ON c.release_id = :release_id AND c.code = h.code
     LEFT JOIN icd10cm_code p ON p.release_id = c.release_id AND p.code = c.parent_code
@@ -188,7 +195,7 @@ WITH detail AS (
            x.coverage_code IS DISTINCT FROM 'I' AS medicare_valid,
            -- The short description is an abbreviation of the long one ("Stnd hemi (low seat) whlchr"): left out.
            jsonb_build_array(jsonb_build_array(coalesce(x.long_description, x.short_description), x.code)) AS terms,
-           NULL::jsonb AS ancestors
+           NULL::jsonb AS ancestors, '' AS headings
     FROM unnest(CAST(:codes AS text[])) WITH ORDINALITY AS h(code, n)
     JOIN hcpcs_code x ON x.release_id = :release_id AND x.code = h.code AND x.kind = ANY(CAST(:kinds AS text[]))
     WHERE x.termination_date IS NULL OR x.termination_date >= current_date
@@ -231,7 +238,8 @@ SELECT d.code, d.display, d.billable, d.parent_code, d.parent_display, d.kind, d
         FROM jsonb_array_elements(d.terms) WITH ORDINALITY AS e) AS terms,
        (SELECT coalesce(jsonb_agg(jsonb_build_array(e.value ->> 0, {_lexemes("e.value ->> 1")})), '[]')
         FROM jsonb_array_elements(d.ancestors) AS e) AS ancestors,
-       {_lexemes("split_part(d.display, ',', 1)")} AS head
+       {_lexemes("split_part(d.display, ',', 1)")} AS head,
+       {_lexemes(_ICD_CORE.format(text="d.headings"))} AS headings
 FROM detail d
 ORDER BY d.n
 """
@@ -521,7 +529,8 @@ def _code_row(system: str, row: Any) -> CodeRow:
         system=system, code=row.code, display=row.display or row.code, billable=row.billable,
         parent=row.parent_code, parent_display=row.parent_display, kind=row.kind, has_children=row.has_children,
         listed_in_lcd=row.listed_in_lcd, medicare_valid=row.medicare_valid, terms=terms, ancestors=ancestors,
-        head=frozenset(row.head or ()), seventh=tuple(SeventhCharacter(*form) for form in (row.seventh or [])),
+        head=frozenset(row.head or ()), headings=frozenset(row.headings or ()),
+        seventh=tuple(SeventhCharacter(*form) for form in (row.seventh or [])),
     )
 
 
@@ -588,6 +597,22 @@ def analyze_words(engine: Engine, words: Sequence[str]) -> dict[str, tuple[str, 
         return {}
     with engine.connect() as conn:
         return {row.word: tuple(row.lexemes) for row in conn.execute(_ANALYZE_WORDS, {"words": list(words)})}
+
+
+_COMPOUNDS = text("SELECT typed, compound, lexeme FROM medrag_compounds(CAST(:words AS text[])) "
+                  "WHERE lexeme IS NOT NULL ORDER BY typed, compound")
+
+
+def compound_words(engine: Engine, words: Sequence[str]) -> dict[str, tuple[tuple[str, str], ...]]:
+    """The corpus's hyphenated words that each typed word writes joined, with their lexemes ("checkup":
+    check-up), from sql/search.sql medrag_compounds."""
+    if not words:
+        return {}
+    found: dict[str, tuple[tuple[str, str], ...]] = {}
+    with engine.connect() as conn:
+        for row in conn.execute(_COMPOUNDS, {"words": list(words)}):
+            found[row.typed] = (*found.get(row.typed, ()), (row.compound, row.lexeme))
+    return found
 
 
 _KNOWN_WORDS = text("SELECT w FROM unnest(CAST(:words AS text[])) AS w WHERE medrag_known_word(lower(w))")

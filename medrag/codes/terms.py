@@ -17,10 +17,12 @@ from medrag.codes.classify import QUALIFIER_WORDS, SYSTEMS, Classification, word
 from medrag.codes.synonyms import SynonymTable
 
 TYPED = "typed"
+COMPOUND = "compound"  # the typed word as the corpus writes it, hyphenated ("checkup": check-up)
 SYNONYM = "synonym"
 SPELLING = "spelling"
 # A corrected word is less certain than one the user typed.
-ORIGIN_WEIGHT = {TYPED: 1.0, SYNONYM: 1.0, SPELLING: 0.9}
+ORIGIN_WEIGHT = {TYPED: 1.0, COMPOUND: 1.0, SYNONYM: 1.0, SPELLING: 0.9}
+AS_TYPED = (TYPED, COMPOUND)
 MIN_PATTERN = 3  # the trigram index needs three characters
 # A negation ("fatty liver not caused by alcohol", "shoulder pain, no injury") reaches from its cue to the end of the
 # clause: a comma or other stop, or a word that starts another clause. "without" is not a cue here: codes say it
@@ -73,7 +75,7 @@ class Concept:
     def search_wordings(self) -> list[Wording]:
         """What the lookups search for: a synonym or a correction once there is one (the typed words found
         too little), else the words as typed."""
-        alternatives = [wording for wording in self.wordings if wording.origin != TYPED]
+        alternatives = [wording for wording in self.wordings if wording.origin not in AS_TYPED]
         return alternatives or self.wordings
 
     def add(self, wording: Wording) -> bool:
@@ -191,11 +193,13 @@ def build_term_query(
     synonyms: SynonymTable,
     lexemes_of: Callable[[Sequence[str]], dict[str, tuple[str, ...]]],
     systems: Sequence[str],
+    compounds_of: Callable[[Sequence[str]], dict[str, tuple[tuple[str, str], ...]]] | None = None,
 ) -> TermQuery:
     """Concepts of a classified term: synonym phrases grouped, stop words left out, focus systems assigned.
 
     `systems` are the systems being searched; with more than one, words that signal only one of them are focus
-    for that one alone.
+    for that one alone. `compounds_of` gives the hyphenated forms of typed words ("checkup": check-up, with its
+    lexeme), each a second wording of its word.
     """
     words = list(classification.words)
     spans: list[tuple[int, int]] = []
@@ -209,6 +213,7 @@ def build_term_query(
     expansion_words = {word for entry in matched.values() for expansion in entry.expansions
                        for word in words_of(expansion)}
     lexemes = lexemes_of(sorted(set(words) | expansion_words))
+    compounds = compounds_of(sorted(set(words))) if compounds_of else {}
     exclusive = {system: classification.exclusive_words(system) for system in SYSTEMS}
     negated = negated_words(text)
     query = TermQuery(text)
@@ -230,8 +235,12 @@ def build_term_query(
         qualifier = all(word in QUALIFIER_WORDS for word in concept_words)
         explains = frozenset(lexeme for expansion in (entry.expansions if entry else ())
                              for word in words_of(expansion) for lexeme in lexemes.get(word, ()))
-        query.concepts.append(Concept(concept_words, [Wording(concept_words, concept_lexemes, TYPED)], focus,
-                                      qualifier, explains=explains, negated=set(concept_words) <= negated))
+        wordings = [Wording(concept_words, concept_lexemes, TYPED)]
+        if len(concept_words) == 1:
+            wordings += [Wording((compound,), frozenset({lexeme}), COMPOUND)
+                         for compound, lexeme in compounds.get(concept_words[0], ())]
+        query.concepts.append(Concept(concept_words, wordings, focus, qualifier, explains=explains,
+                                      negated=set(concept_words) <= negated))
     return query
 
 
