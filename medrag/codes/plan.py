@@ -233,9 +233,13 @@ def details_statement(system: str) -> str:
     return details + f"""
 SELECT d.code, d.display, d.billable, d.parent_code, d.parent_display, d.kind, d.has_children, d.listed_in_lcd,
        d.medicare_valid, d.seventh,
-       (SELECT jsonb_agg(jsonb_build_array(e.value ->> 0, e.value ->> 1, {_lexemes("e.value ->> 0")},
-                                           {_lexemes(core)}, {negated}) ORDER BY e.ordinality)
-        FROM jsonb_array_elements(d.terms) WITH ORDINALITY AS e) AS terms,
+       (SELECT jsonb_agg(jsonb_build_array(e.value ->> 0, e.value ->> 1, w.lexemes,
+                                           CASE WHEN e.value ->> 0 ~ '[][()]' THEN {_lexemes(core)}
+                                                ELSE w.lexemes END,
+                                           CASE WHEN e.value ->> 0 ~* 'without' THEN {negated}
+                                                ELSE '{{}}'::text[] END) ORDER BY e.ordinality)
+        FROM jsonb_array_elements(d.terms) WITH ORDINALITY AS e,
+             LATERAL (SELECT {_lexemes("e.value ->> 0")} AS lexemes) w) AS terms,
        (SELECT coalesce(jsonb_agg(jsonb_build_array(e.value ->> 0, {_lexemes("e.value ->> 1")})), '[]')
         FROM jsonb_array_elements(d.ancestors) AS e) AS ancestors,
        {_lexemes("split_part(d.display, ',', 1)")} AS head,
