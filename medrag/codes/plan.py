@@ -174,10 +174,10 @@ WITH detail AS (
                   WHERE a.release_id = c.release_id AND {_ANCESTORS}) t) AS terms,
            (SELECT jsonb_agg(jsonb_build_array(a.code, a.description) ORDER BY a.code)
             FROM icd10cm_code a WHERE a.release_id = c.release_id AND {_ANCESTORS}) AS ancestors,
-           concat_ws(' ', (SELECT ch.description FROM icd10cm_chapter ch
-                           WHERE ch.release_id = c.release_id AND ch.chapter = c.chapter),
-                     (SELECT s.description FROM icd10cm_section s
-                      WHERE s.release_id = c.release_id AND s.section_id = c.section_id)) AS headings
+           coalesce((SELECT ch.title_lexemes FROM icd10cm_chapter ch
+                     WHERE ch.release_id = c.release_id AND ch.chapter = c.chapter), '{{}}')
+           || coalesce((SELECT s.title_lexemes FROM icd10cm_section s
+                        WHERE s.release_id = c.release_id AND s.section_id = c.section_id), '{{}}') AS headings
     FROM unnest(CAST(:codes AS text[])) WITH ORDINALITY AS h(code, n)
     JOIN icd10cm_code c ON c.release_id = :release_id AND c.code = h.code
     LEFT JOIN icd10cm_code p ON p.release_id = c.release_id AND p.code = c.parent_code
@@ -195,7 +195,7 @@ WITH detail AS (
            x.coverage_code IS DISTINCT FROM 'I' AS medicare_valid,
            -- The short description is an abbreviation of the long one ("Stnd hemi (low seat) whlchr"): left out.
            jsonb_build_array(jsonb_build_array(coalesce(x.long_description, x.short_description), x.code)) AS terms,
-           NULL::jsonb AS ancestors, '' AS headings
+           NULL::jsonb AS ancestors, '{}'::text[] AS headings
     FROM unnest(CAST(:codes AS text[])) WITH ORDINALITY AS h(code, n)
     JOIN hcpcs_code x ON x.release_id = :release_id AND x.code = h.code AND x.kind = ANY(CAST(:kinds AS text[]))
     WHERE x.termination_date IS NULL OR x.termination_date >= current_date
@@ -242,8 +242,7 @@ SELECT d.code, d.display, d.billable, d.parent_code, d.parent_display, d.kind, d
              LATERAL (SELECT {_lexemes("e.value ->> 0")} AS lexemes) w) AS terms,
        (SELECT coalesce(jsonb_agg(jsonb_build_array(e.value ->> 0, {_lexemes("e.value ->> 1")})), '[]')
         FROM jsonb_array_elements(d.ancestors) AS e) AS ancestors,
-       {_lexemes("split_part(d.display, ',', 1)")} AS head,
-       {_lexemes(_ICD_CORE.format(text="d.headings"))} AS headings
+       {_lexemes("split_part(d.display, ',', 1)")} AS head, d.headings
 FROM detail d
 ORDER BY d.n
 """
