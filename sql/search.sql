@@ -121,11 +121,11 @@ CREATE OR REPLACE FUNCTION medrag_compounds(typed_words text[])
 RETURNS TABLE (typed text, compound text, lexeme text)
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
-    SELECT typed_word, known.word,
-           (SELECT l FROM unnest(tsvector_to_array(to_tsvector('english', known.word))) AS l
-            WHERE l LIKE '%-%' ORDER BY length(l) DESC, l LIMIT 1)
+    SELECT typed_word, known.word, hyphenated.lexeme
     FROM unnest(typed_words) AS typed_word
     JOIN medrag_word known ON replace(known.word, '-', '') = typed_word AND known.word LIKE '%-%'
+    CROSS JOIN LATERAL (SELECT l AS lexeme FROM unnest(tsvector_to_array(to_tsvector('english', known.word))) AS l
+                        WHERE l LIKE '%-%' ORDER BY length(l) DESC, l LIMIT 1) hyphenated
     WHERE typed_word NOT LIKE '%-%'
 $$;
 

@@ -603,7 +603,7 @@ def analyze_words(engine: Engine, words: Sequence[str]) -> dict[str, tuple[str, 
 
 
 _COMPOUNDS = text("SELECT typed, compound, lexeme FROM medrag_compounds(CAST(:words AS text[])) "
-                  "WHERE lexeme IS NOT NULL ORDER BY typed, compound")
+                  "ORDER BY typed, compound")
 
 
 def compound_words(engine: Engine, words: Sequence[str]) -> dict[str, tuple[tuple[str, str], ...]]:

@@ -1,10 +1,10 @@
 """The lexemes of each ICD-10-CM chapter and block title, stored with the title.
 
 The code finder reads a code's chapter and block titles as part of what the code says ("Injury, poisoning and certain
-other consequences of external causes" for every S and T code: "knee pain, no injury" contradicts them). Computed
-with each detail fetch, the titles' lexemes cost more than the rest of the change saved; there are 22 chapters and
-about 300 blocks a release, so they are stored once, as the row is written. The title's code range and bracketed
-synonyms are set aside, as for a code's own wording.
+other consequences of external causes" for every S and T code: "knee pain, no injury" contradicts them). A
+release has 22 chapters and about 300 blocks, and a lookup fetches a hundred codes or so: the titles' lexemes are
+stored once, as the row is written, rather than computed for every code fetched. The title's code range and
+bracketed synonyms are set aside, as for a code's own wording.
 
 Revision ID: 0023
 Revises: 0022
