@@ -611,11 +611,11 @@ def compound_words(engine: Engine, words: Sequence[str]) -> dict[str, tuple[tupl
     check-up), from sql/search.sql medrag_compounds."""
     if not words:
         return {}
-    found: dict[str, tuple[tuple[str, str], ...]] = {}
+    found: dict[str, list[tuple[str, str]]] = {}
     with engine.connect() as conn:
         for row in conn.execute(_COMPOUNDS, {"words": list(words)}):
-            found[row.typed] = (*found.get(row.typed, ()), (row.compound, row.lexeme))
-    return found
+            found.setdefault(row.typed, []).append((row.compound, row.lexeme))
+    return {word: tuple(forms) for word, forms in found.items()}
 
 
 _KNOWN_WORDS = text("SELECT w FROM unnest(CAST(:words AS text[])) AS w WHERE medrag_known_word(lower(w))")
