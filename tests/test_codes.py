@@ -106,6 +106,12 @@ def test_a_negated_word_leaves_out_the_codes_that_name_it(finder) -> None:
     assert "K70.0" in codes_of(finder.find("fatty liver caused by alcohol"), ICD10CM)
 
 
+def test_not_enough_of_something_is_its_deficiency(finder) -> None:
+    search = finder.find("anemia from not enough iron")
+    assert codes_of(search, ICD10CM)[0] == "D50.9", search.trace  # Iron deficiency anemia, unspecified
+    assert not any(step.startswith("negation:") for step in search.trace)
+
+
 def test_a_negated_word_leaves_out_the_codes_classified_under_it(finder) -> None:
     """No S code names "injury", but chapter 19 ("Injury, poisoning and certain other consequences of external
     causes") holds them all: its title counts as what each of them says."""

@@ -70,6 +70,8 @@ def test_packaged_synonym_table_is_well_formed() -> None:
     assert table.get("esrd").systems == (ICD10CM, HCPCS)
     matches = table.matches("my heart attack and copd".split())
     assert [(match.phrase, match.start, match.end) for match in matches] == [("heart attack", 1, 3), ("copd", 4, 5)]
+    hyphenated = table.matches(["behind-the-ear", "hearing", "aid"])  # a hyphenated word is its words apart
+    assert [(match.entry.term, match.start, match.end) for match in hyphenated] == [("behind the ear", 0, 1)]
 
 
 @pytest.mark.parametrize(("csv_text", "message"), [
@@ -255,6 +257,8 @@ def test_dev_set_format_is_checked(tmp_path) -> None:
     ("non-small cell lung cancer", set()),
     ("fatty liver, not elsewhere classified", set()),  # the Tabular's filler, not a negation
     ("anemia not otherwise specified, not due to iron", {"due", "to", "iron"}),
+    ("anemia from not enough iron", set()),  # too little of something is a deficiency, not an absence
+    ("not sufficient vitamin d, no rickets", {"rickets"}),
 ])
 def test_negated_words_reach_to_the_end_of_their_clause(term, negated) -> None:
     assert negated_words(term) == negated

@@ -13,7 +13,7 @@ from sqlalchemy import create_engine, text
 
 from medrag.cli.retrieval import query_embedder
 from medrag.core.db import libpq_url
-from medrag.retrieval.search import QueryError, SearchFilters, embedding_text, search, vector_literal
+from medrag.retrieval.search import QueryError, RankedCode, SearchFilters, embedding_text, search, vector_literal
 
 
 @pytest.fixture(scope="module")
@@ -475,3 +475,84 @@ def test_each_leg_is_its_own_function_and_inlined(indexed_engine) -> None:
         exact = conn.execute(text(f"SELECT count(*) FROM {calls['medrag_exact_leg']}")).scalar()
         texts = conn.execute(text(f"SELECT count(*) FROM {calls['medrag_text_leg']}")).scalar()
     assert exact > 0 and texts > 0
+
+
+class FixedRanker:
+    """A code ranker that answers what the test says, to pin down how its codes fill the search's code slots."""
+
+    def __init__(self, codes: list[tuple[str, str, float]] | Exception) -> None:
+        self.codes = codes
+        self.asked: list[dict] = []
+
+    def rank_codes(self, query, *, sources, release, limit):
+        self.asked.append({"query": query, "sources": list(sources), "release": release, "limit": limit})
+        if isinstance(self.codes, Exception):
+            raise self.codes
+        return [RankedCode(source, key, confidence) for source, key, confidence in self.codes]
+
+
+def code_slots(result) -> list[int]:
+    return [i for i, hit in enumerate(result.hits) if hit.source in ("hcpcs", "icd10cm")]
+
+
+def test_search_lists_codes_in_the_code_finders_order(indexed_engine, embedder) -> None:
+    """One code ranking: the code hits of a search are `medrag codes`' results, in its order, where the search put
+    codes; the policy documents keep their places."""
+    from medrag.codes.finder import CodeFinder
+    from medrag.codes.plan import DOCUMENT_SOURCE
+
+    query = "high blood pressure"
+    own = search(indexed_engine, query, k=8, embedder=embedder)
+    with CodeFinder(indexed_engine, embedder=embedder) as finder:
+        ranked = search(indexed_engine, query, k=8, embedder=embedder, code_ranker=finder)
+        found = finder.find(query, top=8)
+    slots = code_slots(own)
+    assert slots and code_slots(ranked) == slots
+    expected = list(dict.fromkeys((DOCUMENT_SOURCE[match.system], match.code) for match in found.results))
+    assert [keys(ranked)[i] for i in slots] == expected[:len(slots)]
+    assert keys(ranked)[slots[0]] != keys(own)[slots[0]]  # the two rankings differ here: the test can fail
+    assert [keys(ranked)[i] for i in range(8) if i not in slots] == [keys(own)[i] for i in range(8) if i not in slots]
+    assert [hit.rank for hit in ranked.hits] == list(range(1, 9)) and "codes" in ranked.timings_ms
+    first = ranked.hits[slots[0]]
+    assert first.score == found.results[0].confidence
+    with indexed_engine.connect() as conn:  # a code the search did not find comes with its document's chunk
+        chunk = conn.execute(text("SELECT c.document_id, d.title FROM chunk c JOIN document d ON d.id = c.document_id "
+                                  "WHERE c.id = :id"), {"id": first.chunk_id}).one()
+    assert (chunk.document_id, chunk.title) == (first.document_id, first.title)
+
+
+def test_code_slots_keep_named_codes_and_the_searchs_own_when_the_ranker_runs_short(indexed_engine, embedder) -> None:
+    query = "E0601 supplies for a cpap machine"
+    own = search(indexed_engine, query, k=8, embedder=embedder)
+    assert keys(own)[0] == ("hcpcs", "E0601") and "exact" in own.hits[0].matched
+    ranker = FixedRanker([("hcpcs", "A7034", 0.9), ("hcpcs", "E0601", 0.8)])
+    ranked = search(indexed_engine, query, k=8, embedder=embedder, code_ranker=ranker)
+    assert ranker.asked == [{"query": query, "sources": ["hcpcs", "icd10cm"], "release": None, "limit": 8}]
+    slots = [i for i in code_slots(own) if i != 0]
+    assert keys(ranked)[0] == ("hcpcs", "E0601")  # the code the query names keeps its place, and is not repeated
+    assert keys(ranked)[slots[0]] == ("hcpcs", "A7034") and ranked.hits[slots[0]].score == 0.9
+    rest = [key for key in (keys(own)[i] for i in slots) if key != ("hcpcs", "A7034")]
+    assert [keys(ranked)[i] for i in slots[1:]] == rest[:len(slots) - 1]  # the search's own codes fill the rest
+
+
+def test_code_slots_follow_the_filters_and_a_refusing_ranker_changes_nothing(indexed_engine, embedder) -> None:
+    from medrag.codes.finder import CodeQueryError
+
+    query = "wheelchair cushion"
+    own = search(indexed_engine, query, k=6, embedder=embedder)
+    refused = search(indexed_engine, query, k=6, embedder=embedder,
+                     code_ranker=FixedRanker(CodeQueryError("the term is too long")))
+    assert keys(refused) == keys(own)
+    allowed = [keys(own)[i] for i in code_slots(own)][:2]
+    only = SearchFilters(keys=tuple(key for _, key in allowed) + ("240.2",))
+    ranker = FixedRanker([("hcpcs", "E0601", 0.9), *((source, key, 0.5) for source, key in reversed(allowed))])
+    narrowed = search(indexed_engine, query, k=6, embedder=embedder, filters=only, code_ranker=ranker)
+    assert ("hcpcs", "E0601") not in keys(narrowed)  # outside the key filter: never added
+    assert [key for key in keys(narrowed) if key[0] != "ncd"] == list(reversed(allowed))
+    untouched = FixedRanker([("hcpcs", "E0601", 0.9)])
+    policy_only = search(indexed_engine, query, k=6, embedder=embedder, filters=SearchFilters(sources=("ncd",)),
+                         code_ranker=untouched)
+    assert untouched.asked == [] and policy_only.hits
+    search(indexed_engine, query, k=6, embedder=embedder, filters=SearchFilters(sources=("hcpcs",), release="2025Q1"),
+           code_ranker=untouched)
+    assert untouched.asked[0]["sources"] == ["hcpcs"] and untouched.asked[0]["release"] == "2025Q1"

@@ -79,6 +79,7 @@ def ask_command(question: str, k: int, as_json: bool, stream: bool, backend: str
                 **filter_values: object) -> None:
     """Answer QUESTION from the corpus with cited sentences, or refuse when the evidence is not there."""
     from medrag.answer.pipeline import ask
+    from medrag.codes.finder import CodeFinder
 
     settings = load_settings()
     filters = build_filters(**filter_values)
@@ -94,8 +95,11 @@ def ask_command(question: str, k: int, as_json: bool, stream: bool, backend: str
             indent = "  " if line.startswith("- ") else ""
             click.echo(textwrap.fill(line, width=100, initial_indent=indent, subsequent_indent=indent + "  "))
 
-    result = ask(get_engine(settings), question, settings=settings, embedder=LazyEmbedder(), filters=filters, k=k,
-                 backend=backend or "auto", stream=stream, on_sentence=show if streamed else None)
+    engine, embedder = get_engine(settings), LazyEmbedder()
+    with CodeFinder(engine, embedder=embedder) as finder:
+        result = ask(engine, question, settings=settings, embedder=embedder, filters=filters, k=k,
+                     backend=backend or "auto", stream=stream, on_sentence=show if streamed else None,
+                     code_ranker=finder)
     if result.degraded:
         click.echo(f"medrag: warning: the LLM failed ({result.degraded_reason}); "
                    f"answered from the sources' own sentences instead", err=True)
@@ -160,11 +164,14 @@ def log_tail(n: int, as_json: bool) -> None:
 def eval_answers(questions_file: Path, as_json: bool, backend: str | None, k: int) -> None:
     """Answer quality on a dev set: citation precision, refusal accuracy, invented codes, latency per stage."""
     from medrag.answer.evaluation import evaluate, load_questions, render_report
+    from medrag.codes.finder import CodeFinder
 
     settings = load_settings()
     questions = load_questions(questions_file)
-    report = evaluate(get_engine(settings), questions, settings=settings, embedder=query_embedder(),
-                      backend=backend or "auto", k=k)
+    engine, embedder = get_engine(settings), query_embedder()
+    with CodeFinder(engine, embedder=embedder) as finder:
+        report = evaluate(engine, questions, settings=settings, embedder=embedder, backend=backend or "auto", k=k,
+                          code_ranker=finder)
     if as_json:
         click.echo(json.dumps(report.as_json(), default=str))
     else:
@@ -183,11 +190,14 @@ def fit_answers(questions_file: Path, out_file: Path | None) -> None:
     from medrag.answer.evaluation import load_questions
     from medrag.answer.fit import collect_examples, fit_unit_model
     from medrag.answer.scoring import MODEL_PATH
+    from medrag.codes.finder import CodeFinder
     from medrag.core.logistic import write_model
 
     settings = load_settings()
-    x, y, asked = collect_examples(get_engine(settings), load_questions(questions_file), settings=settings,
-                                   embedder=query_embedder())
+    engine, embedder = get_engine(settings), query_embedder()
+    with CodeFinder(engine, embedder=embedder) as finder:
+        x, y, asked = collect_examples(engine, load_questions(questions_file), settings=settings, embedder=embedder,
+                                       code_ranker=finder)
     if not len(y) or not y.sum():
         raise MedragError(f"{questions_file}: no unit of any answer states a required fact; nothing to fit")
     model = fit_unit_model(x, y, source=questions_file.name, questions=asked)

@@ -38,6 +38,7 @@ from medrag.codes.results import CodeMatch, CodeSearch, Related, summarize
 from medrag.codes.synonyms import SynonymTable, load_clinical_synonyms
 from medrag.codes.terms import COMPOUND, SPELLING, SYNONYM, TermQuery, Wording, build_term_query
 from medrag.core.errors import MedragError
+from medrag.retrieval.search import RankedCode
 
 log = logging.getLogger(__name__)
 
@@ -222,6 +223,13 @@ class CodeFinder:
         trace.append(f"consolidate: {len(run.pool)} candidates -> {len(results)} codes "
                      f"(top {top} per system, tiers {_tier_counts(results)}) in {search.timings_ms['total']:.0f} ms")
         return search
+
+    def rank_codes(self, query: str, *, sources: Sequence[str], release: str | None,
+                   limit: int) -> list[RankedCode]:
+        """The codes for a search's code slots, best first: a search lists codes as `medrag codes` ranks them."""
+        found = self.find(query, systems=sources, release=release, top=min(max(limit, 1), MAX_TOP))
+        return [RankedCode(plan.DOCUMENT_SOURCE[match.system], match.code, match.confidence)
+                for match in found.results]
 
     def _matches(self, pool: CandidatePool, systems: list[str], top: int, trace: list[str],
                  encounter: str | None) -> list[CodeMatch]:

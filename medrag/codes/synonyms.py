@@ -72,11 +72,17 @@ class SynonymTable:
         return self.entries.get(term)
 
     def matches(self, words: list[str] | tuple[str, ...]) -> list[SynonymMatch]:
-        """Entries whose term occurs in words, scanning left to right and preferring the longest term."""
+        """Entries whose term occurs in words, scanning left to right and preferring the longest term.
+
+        A hyphenated word is also its words apart: "behind-the-ear" is the term "behind the ear".
+        """
         found, index = [], 0
         while index < len(words):
             for length in range(min(self._longest, len(words) - index), 0, -1):
-                entry = self.entries.get(" ".join(words[index:index + length]))
+                phrase = " ".join(words[index:index + length])
+                entry = self.entries.get(phrase)
+                if entry is None and length == 1:
+                    entry = self.entries.get(phrase.replace("-", " "))
                 if entry is not None:
                     found.append(SynonymMatch(entry, index, index + length))
                     index += length

@@ -27,8 +27,10 @@ MIN_PATTERN = 3  # the trigram index needs three characters
 # A negation ("fatty liver not caused by alcohol", "shoulder pain, no injury") reaches from its cue to the end of the
 # clause: a comma or other stop, or a word that starts another clause. "without" is not a cue here: codes say it
 # too ("Vomiting without nausea"), and their "without" clauses are matched as written (consolidate.lexical_match);
-# nor is the "not" of the Tabular's own filler ("not elsewhere classified", "not otherwise specified").
-_NEGATION = re.compile(r"\b(?:not(?!\s+(?:elsewhere|otherwise|specified|further))|no|never|denies|denied|"
+# nor is the "not" of the Tabular's own filler ("not elsewhere classified", "not otherwise specified"), nor a "not
+# enough" (too little of something is a deficiency, which codes name: "anemia from not enough iron").
+_NEGATION = re.compile(r"\b(?:not(?!\s+(?:elsewhere|otherwise|specified|further|enough|sufficient|adequate))|no|"
+                       r"never|denies|denied|"
                        r"negative for|(?:did|does|do|is|was|has|had)n't)\b"
                        r"([^,;.:()]*?)(?=[,;.:()]|\b(?:but|and|with|or|who|which)\b|$)", re.IGNORECASE)
 
