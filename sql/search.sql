@@ -325,10 +325,8 @@ AS $$
            coalesce(medrag_named_code_set(query_text),  -- the code sets' names: medrag/core/identifiers.py
                     CASE WHEN query_text ~* '\mlcds?\M|\mlocal\s+coverage\s+determinations?\M' THEN 'lcd'
                          WHEN query_text ~* '\mncds?\M|\mnational\s+coverage\s+determinations?\M' THEN 'ncd' END)
-    FROM (SELECT CASE WHEN query_text ~* '\m(no|without)\s+complications?\M|\muncomplicated\M' THEN 'uncomplicated'
-                      WHEN query_text ~* '\mnot\s+(documented|stated|specified|further specified|known)\M'
-                                         '|\munspecified\M|\munknown\M'
-                          THEN 'unspecified' END AS default_cue) cue
+    -- the cue's phrases: medrag/core/identifiers.py (the code finder reads them too)
+    FROM (SELECT medrag_default_cue(query_text) AS default_cue) cue
 $$;
 
 -- The legs of medrag_search, one function each, ranked per group (code / policy). Each is a plain SQL function (no

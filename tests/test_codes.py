@@ -129,6 +129,28 @@ def test_both_is_read_as_bilateral(finder) -> None:
     assert codes_of(finder.find("osteoarthritis of the knee"), ICD10CM)[0] != "M17.0"
 
 
+def test_a_detail_said_to_be_unknown_is_searched_as_unspecified(finder) -> None:
+    """ "not otherwise specified" is the Tabular's "unspecified", not the words "otherwise" and "specified" to look
+    for: J84.111 "Idiopathic interstitial pneumonia, not otherwise specified" and "specified NEC" Index entries won
+    on those words."""
+    search = finder.find("pneumonia, not otherwise specified")
+    assert codes_of(search, ICD10CM)[0] == "J18.9", search.trace  # Pneumonia, unspecified organism
+    assert 'not known: "not otherwise specified" searched as "unspecified"' in search.trace[1]
+    assert codes_of(finder.find("stroke, not further specified"), ICD10CM)[0] == "I63.9"
+
+
+def test_a_code_of_another_side_is_not_offered(finder) -> None:
+    both = finder.find("hearing aid for both ears")
+    displays = [result.display.lower() for result in both.results if result.system == HCPCS]
+    assert displays and ("binaural" in displays[0] or "bilateral" in displays[0]), displays
+    assert not any("monaural" in text for text in displays), displays
+    assert "monaural" in " ".join(r.display.lower() for r in finder.find("hearing aid").results)  # the test can fail
+    right = finder.find("osteoarthritis of the right knee")
+    assert codes_of(right, ICD10CM)[0] == "M17.11", right.trace  # Unilateral primary osteoarthritis, right knee
+    assert not any("left" in result.display.lower() or "bilateral" in result.display.lower()
+                   for result in right.results), codes_of(right)
+
+
 def test_multi_intent_term_queries_both_systems(finder) -> None:
     search = finder.find("diabetes a1c test")
     assert set(search.systems) == {ICD10CM, HCPCS}

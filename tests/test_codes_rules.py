@@ -264,6 +264,15 @@ def test_negated_words_reach_to_the_end_of_their_clause(term, negated) -> None:
     assert negated_words(term) == negated
 
 
+def test_sides_are_read_from_lexemes() -> None:
+    from medrag.codes.consolidate import sides_of
+
+    assert sides_of(frozenset({"bilater", "knee"})) == {"both"}
+    assert sides_of(frozenset({"left", "right"})) == {"left", "right", "both"}  # left and right together: both
+    assert sides_of(frozenset({"unilater", "right"})) == {"one", "right"}
+    assert sides_of(frozenset({"knee", "pain"})) == frozenset()
+
+
 @pytest.mark.parametrize(("term", "encounter", "searched"), [
     ("colles fracture of the left wrist, first visit", "initial", "colles fracture of the left wrist"),
     ("dog bite of the hand, follow-up visit", "subsequent", "dog bite of the hand"),

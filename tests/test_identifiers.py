@@ -59,3 +59,33 @@ def test_the_search_sql_reads_the_same_shapes(engine) -> None:
                      # a search token is only looked up: these shapes are ICD-10-CM's too, and find nothing
                      ("icd10cm", "A1C"), ("icd10cm", "L33.797"), ("icd10cm", "A52.458")}
     assert identifiers.ICD10CM_ANY in definition and identifiers.HCPCS in definition
+
+
+CUE_PHRASES = [
+    ("type 2 diabetes without complications", "uncomplicated"),
+    ("shingles, no complication", "uncomplicated"),
+    ("stroke, not further specified", "unspecified"),
+    ("pneumonia NOT otherwise specified", "unspecified"),
+    ("diabetes, type not documented", "unspecified"),
+    ("fever of unknown origin", "unspecified"),
+    ("unknownness", None),  # a word, not the cue
+    ("specified pneumonia", None),
+]
+
+
+def test_the_search_and_the_finder_read_the_same_cues(engine) -> None:
+    """medrag_default_cue (the search) and the finder's "unspecified" reading share medrag.core.identifiers."""
+    from sqlalchemy import text
+
+    from medrag.codes.classify import unspecified_phrases
+
+    with engine.connect() as conn:
+        sql = {phrase: conn.execute(text("SELECT medrag_default_cue(:q)"), {"q": phrase}).scalar()
+               for phrase, _ in CUE_PHRASES}
+    assert sql == dict(CUE_PHRASES)
+    for phrase, cue in CUE_PHRASES:
+        found, searched = unspecified_phrases(phrase)
+        assert bool(found) == (cue == "unspecified"), phrase
+        assert ("unspecified" in searched.lower()) == (cue == "unspecified" or "unspecified" in phrase.lower())
+    assert unspecified_phrases("stroke, not further specified") == (("not further specified",),
+                                                                    "stroke, unspecified")

@@ -89,6 +89,8 @@ _MODIFIER_CODE = re.compile(r"[a-z0-9]{2}")
 _NAMED_CODE_SETS = ((ICD10CM, re.compile(rf"{BEFORE}(?:{identifiers.NAMES_ICD10CM}){AFTER}", re.IGNORECASE)),
                     (HCPCS, re.compile(rf"{BEFORE}(?:{identifiers.NAMES_HCPCS}){AFTER}", re.IGNORECASE)))
 _ASKS_FOR_CODE = re.compile(rf"{BEFORE}{identifiers.ASKS_FOR_CODE}{AFTER}", re.IGNORECASE)
+# "not further specified", "type not documented": the code for a detail not known, worded as the Tabular does
+_UNSPECIFIED = re.compile(rf"{BEFORE}(?:{identifiers.UNSPECIFIED_CUE}){AFTER}", re.IGNORECASE)
 _WORD = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*")
 # The encounter a term names ("broken wrist, first visit"): what an injury code's 7th character says (A initial, D
 # subsequent, S sequela), not what the code is for. The visit phrases are set aside like the words that ask for a
@@ -135,6 +137,7 @@ class Classification:
     named: str | None = None  # the code set the term names ("ICD-10 code for ...")
     searched: str = ""  # the term without the words that ask for a code or name the visit: what the lookups search
     encounter: str | None = None  # the encounter it names (INITIAL, SUBSEQUENT, SEQUELA): the 7th character's
+    unspecified: tuple[str, ...] = ()  # the phrases that say a detail is not known, searched as "unspecified"
 
     def systems(self, threshold: float = SEARCH_THRESHOLD) -> list[str]:
         """Systems whose score reaches threshold, best first; every system when no signal was found."""
@@ -195,6 +198,13 @@ def asked_encounter(term: str) -> tuple[str | None, str]:
     return (SEQUELA if _SEQUELA.search(term) else None), term
 
 
+def unspecified_phrases(term: str) -> tuple[tuple[str, ...], str]:
+    """The phrases of a term that say a detail is not known, and the term with each read as "unspecified", the
+    Tabular's word: "stroke, not further specified" is (("not further specified",), "stroke, unspecified")."""
+    phrases = tuple(" ".join(match.group(0).lower().split()) for match in _UNSPECIFIED.finditer(term))
+    return phrases, _UNSPECIFIED.sub("unspecified", term) if phrases else term
+
+
 def _set_aside(pattern: re.Pattern[str], term: str) -> str:
     """The term without what pattern matches, single-spaced and trimmed; the term itself when nothing else is left."""
     return " ".join(pattern.sub(" ", term).split()).strip(" ?.,:;") or term
@@ -232,6 +242,7 @@ def classify(query: str, synonyms: SynonymTable | None = None, *, named: str | N
     named_in_term, rest = asked_code_set(query)
     named = named or named_in_term
     encounter, rest = asked_encounter(rest)
+    unspecified, rest = unspecified_phrases(rest)
     words = words_of(strip_codes(rest))
     if _MODIFIER_WORDS.intersection(words):
         # "KX modifier", "modifier RT": two-character tokens are modifier codes to look up exactly.
@@ -262,4 +273,4 @@ def classify(query: str, synonyms: SynonymTable | None = None, *, named: str | N
     scores = {system: round(1 - math.exp(-total), 3) for system, total in totals.items()}
     wants_modifiers = any(signal.kind == "modifier" for signal in signals)
     return Classification(query, tuple(words), scores, tuple(signals), codes, wants_modifiers, named, rest,
-                          encounter)
+                          encounter, unspecified)

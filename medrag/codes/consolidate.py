@@ -343,14 +343,34 @@ def lexical_match(row: CodeRow, query: TermQuery, extra_terms: tuple[Term, ...] 
     return LexicalMatch(score, best.coverage, best.term, nos_default, head_match)
 
 
-def contradicts(row: CodeRow, query: TermQuery) -> bool:
+# The side a wording names, by lexeme: a code of another side than the term's is another code ("Hearing aid,
+# monaural" for "hearing aids for both ears", "... left knee" for "right knee").
+SIDE_LEXEMES = {"left": "left", "left-sid": "left", "right": "right", "right-sid": "right", "bilater": "both",
+                "binaur": "both", "unilater": "one", "monaur": "one"}
+
+
+def sides_of(lexemes: frozenset[str]) -> frozenset[str]:
+    """The sides lexemes name: left, right, both, one; "left" and "right" together are both."""
+    sides = {SIDE_LEXEMES[lexeme] for lexeme in lexemes if lexeme in SIDE_LEXEMES}
+    return frozenset(sides | {"both"} if {"left", "right"} <= sides else sides)
+
+
+def _side_fits(side: str, asked: frozenset[str]) -> bool:
+    return side in asked or (side == "one" and bool(asked & {"left", "right"})) \
+        or (side in ("left", "right") and "one" in asked)
+
+
+def contradicts(row: CodeRow, query: TermQuery, asked_sides: frozenset[str] = frozenset()) -> bool:
     """The code's description or the titles it is classified under name what the term says is not so ("Alcoholic
     fatty liver" for "fatty liver not caused by alcohol", chapter "Injury, poisoning ..." for "shoulder pain, no
-    injury"); what the description names only after "without" does not count."""
+    injury"), or a side the term does not ("monaural" for "both ears"); what the description names only after
+    "without" does not count."""
     description = row.terms[0] if row.terms else None
     if description is None:
         return False
     named = (description.lexemes - description.negated) | row.headings
+    if asked_sides and not all(_side_fits(side, asked_sides) for side in sides_of(named)):
+        return True
     return any(_concept_coverage(concept, named) > 0 for concept in query.negations())
 
 
@@ -425,6 +445,7 @@ def score_candidates(pool: CandidatePool, query: TermQuery, *, wants_modifiers: 
                      semantic_systems: set[str], priors: dict[str, float] | None = None) -> None:
     """Compute every candidate's features and score in place (candidates without evidence get 0)."""
     facts = query_facts(query)
+    asked_sides = sides_of(query.explained_lexemes())
     for system in (ICD10CM, HCPCS):
         candidates = pool.of(system)
         _rank_scores(candidates)
@@ -440,7 +461,7 @@ def score_candidates(pool: CandidatePool, query: TermQuery, *, wants_modifiers: 
             if candidate.exact:
                 candidate.score = 1.0
                 continue
-            if contradicts(candidate.row, query):
+            if contradicts(candidate.row, query, asked_sides):
                 candidate.score = 0.0
                 continue
             total = (WEIGHTS["lexical"] * candidate.lexical + WEIGHTS["rank"] * candidate.rank

@@ -194,6 +194,8 @@ class CodeFinder:
         # Every requested system is searched: the classifier's signal is a prior on the scores, never a filter.
         searched = requested or list(SYSTEMS)
         trace = [classification.describe() + f" -> search {', '.join(searched)}"]
+        trace += [f'not known: "{phrase}" searched as "unspecified" (the code for a detail not known)'
+                  for phrase in dict.fromkeys(classification.unspecified) if phrase != "unspecified"]
         releases = plan.pick_release(self.releases(), requested or list(SYSTEMS), release)
         if not releases:
             raise CodeQueryError("no ICD-10-CM or HCPCS release is loaded; run `medrag ingest --source icd10cm "

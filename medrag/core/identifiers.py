@@ -41,6 +41,13 @@ NAMES_HCPCS = r"hcpcs"
 ASKS_FOR_CODE = (rf"(?:(?:what|which)(?:'s|\s+is|\s+are)?(?:\s+the)?\s+)?"
                  rf"(?:(?:{NAMES_ICD10CM}|{NAMES_HCPCS})(?:\s+codes?)?|(?:billing\s+)?codes?)(?:\s+(?:for|of))?")
 
+# What a query says is absent or not known: ICD-10-CM's rule is then the code that says so ("without
+# complications", "unspecified"). The search's default cue (medrag_default_cue) and the code finder, which reads a
+# phrase of the second kind as the word "unspecified" (not as "specified", "known", ... to look for), share them.
+UNCOMPLICATED_CUE = r"(?:no|without)\s+complications?|uncomplicated"
+UNSPECIFIED_CUE = (r"not\s+(?:documented|stated|specified|further\s+specified|otherwise\s+specified|known)"
+                   r"|unspecified|unknown")
+
 # Token edges: not inside a longer word or number. A dot before a token makes it part of a number ("1.E11").
 BEFORE = r"(?<![A-Za-z0-9.])"
 AFTER = r"(?![A-Za-z0-9])"
@@ -75,6 +82,19 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT CASE WHEN query_text ~* '{BEFORE}(?:{NAMES_ICD10CM}){AFTER}' THEN 'icd10cm'
                 WHEN query_text ~* '{BEFORE}(?:{NAMES_HCPCS}){AFTER}' THEN 'hcpcs' END
+$$;
+"""
+
+
+def default_cue_sql() -> str:
+    """medrag_default_cue(query_text): 'uncomplicated' or 'unspecified' when the query says so, else NULL."""
+    return f"""
+CREATE OR REPLACE FUNCTION medrag_default_cue(query_text text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN query_text ~* '{BEFORE}(?:{UNCOMPLICATED_CUE}){AFTER}' THEN 'uncomplicated'
+                WHEN query_text ~* '{BEFORE}(?:{UNSPECIFIED_CUE}){AFTER}' THEN 'unspecified' END
 $$;
 """
 

@@ -8,7 +8,7 @@ SQL edit here.
 
 from __future__ import annotations
 
-from medrag.core.identifiers import identifiers_sql, named_code_set_sql
+from medrag.core.identifiers import default_cue_sql, identifiers_sql, named_code_set_sql
 from medrag.retrieval.settings import search_settings_sql
 from medrag.sources.registry import CODE_GROUP, POLICY_GROUP, document_kinds
 
@@ -86,5 +86,5 @@ $$;
 
 def generated_script() -> str:
     """The whole generated script, in the order its functions are best read."""
-    return "\n".join((identifiers_sql(), named_code_set_sql(), search_settings_sql(), document_group_sql(),
-                      nearest_sql()))
+    return "\n".join((identifiers_sql(), named_code_set_sql(), default_cue_sql(), search_settings_sql(),
+                      document_group_sql(), nearest_sql()))
