@@ -353,7 +353,7 @@ def test_sql_function_and_cli_agree(indexed_engine, indexed_settings, embedder) 
         ).fetchall()
     assert [hit["chunk_id"] for hit in printed["hits"]] == [row[0] for row in rows]
     assert {"rank", "score", "source", "key", "title", "heading", "text", "chunk_id", "document_id", "release",
-            "url"} == set(printed["hits"][0])
+            "url", "ranked_by"} == set(printed["hits"][0])
     # `medrag embed` corrects a misspelling as `medrag search` does, so psql ranks what the CLI ranks
     printed_vector = subprocess.run([sys.executable, "-m", "medrag", "embed", "demensia PET scan"],
                                     capture_output=True, text=True, env=env, timeout=120)
@@ -514,7 +514,8 @@ def test_search_lists_codes_in_the_code_finders_order(indexed_engine, embedder) 
     assert [keys(ranked)[i] for i in range(8) if i not in slots] == [keys(own)[i] for i in range(8) if i not in slots]
     assert [hit.rank for hit in ranked.hits] == list(range(1, 9)) and "codes" in ranked.timings_ms
     first = ranked.hits[slots[0]]
-    assert first.score == found.results[0].confidence
+    assert first.score == found.results[0].confidence and first.ranked_by == "codes"
+    assert {hit.ranked_by for hit in own.hits} == {"search"}
     with indexed_engine.connect() as conn:  # a code the search did not find comes with its document's chunk
         chunk = conn.execute(text("SELECT c.document_id, d.title FROM chunk c JOIN document d ON d.id = c.document_id "
                                   "WHERE c.id = :id"), {"id": first.chunk_id}).one()

@@ -9,7 +9,15 @@ import click
 
 from medrag.core.config import load_settings
 from medrag.core.db import get_engine
-from medrag.retrieval.search import SOURCES, SearchFilters, embedding_text, search, validate_query, vector_literal
+from medrag.retrieval.search import (
+    CODES_RANKED,
+    SOURCES,
+    SearchFilters,
+    embedding_text,
+    search,
+    validate_query,
+    vector_literal,
+)
 
 
 def query_embedder():  # noqa: ANN201 - QueryEmbedder is imported lazily to keep `medrag --help` fast
@@ -65,7 +73,9 @@ def search_command(query: str, k: int, as_json: bool, **filter_values: object) -
     if not result.hits:
         click.echo("No results.")
     for hit in result.hits:
-        click.echo(f"{hit.rank:>2}. [{hit.source} {hit.key}] {hit.title}  (score {hit.score:.3f}, {hit.release})")
+        score = (f"code finder confidence {hit.score:.2f}" if hit.ranked_by == CODES_RANKED
+                 else f"score {hit.score:.3f}")
+        click.echo(f"{hit.rank:>2}. [{hit.source} {hit.key}] {hit.title}  ({score}, {hit.release})")
         click.echo(f"    {hit.heading}")
         snippet = textwrap.shorten(hit.text, width=300, placeholder=" ...")
         click.echo(textwrap.indent(textwrap.fill(snippet, width=100), "    "))

@@ -21,6 +21,7 @@ from medrag.sources.registry import code_kind_names, document_kind_names
 log = logging.getLogger(__name__)
 
 SOURCES = document_kind_names()
+SEARCH_RANKED, CODES_RANKED = "search", "codes"
 CODE_SOURCES = code_kind_names()
 MAX_QUERY_CHARS = 2000
 MAX_K = 200
@@ -100,6 +101,7 @@ class Hit:
     release: str
     url: str | None
     matched: str = ""
+    ranked_by: str = SEARCH_RANKED  # CODES_RANKED: the code ranker chose the code for this slot; score its confidence
 
 
 @dataclass(frozen=True)
@@ -262,7 +264,7 @@ def rank_code_slots(engine: Engine, hits: list[Hit], filters: SearchFilters, ran
                                                  "filters": json.dumps(filters.as_json())}).mappings().all()
         fetched = {(row["source"], row["key"]): Hit(rank=0, score=0.0, matched="codes", **row) for row in rows}
     confidence = {(code.source, code.key): code.confidence for code in ranked}
-    chosen = [replace(own.get(code) or fetched[code], score=confidence[code])
+    chosen = [replace(own.get(code) or fetched[code], score=confidence[code], ranked_by=CODES_RANKED)
               for code in wanted if code in own or code in fetched][:len(slots)]
     chosen_keys = {(hit.source, hit.key) for hit in chosen}
     chosen += [hits[i] for i in slots if (hits[i].source, hits[i].key) not in chosen_keys][:len(slots) - len(chosen)]

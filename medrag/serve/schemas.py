@@ -27,7 +27,9 @@ class SearchHit(Strict):
     """One ranked chunk with its document's identity."""
 
     rank: int
-    score: float
+    score: float = Field(description="The search's fused score, or the code finder's confidence (see ranked_by)")
+    ranked_by: str = Field(description="'search' (the search statement placed it) or 'codes' (the code finder chose "
+                                       "the code for this code slot; score is its confidence)")
     source: str = Field(description="ncd, lcd, article, iom, hcpcs or icd10cm")
     key: str = Field(description="Document key: 240.2, L33718, E0601, 100-02/15/110 ...")
     title: str

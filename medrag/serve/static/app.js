@@ -207,7 +207,8 @@ $("search-form").addEventListener("submit", async (event) => {
     for (const hit of found.hits) {
       const item = el("li", {},
         el("strong", { text: `${hit.source.toUpperCase()} ${hit.key}: ${hit.title}` }),
-        el("div", { class: "meta", text: `${hit.heading} (release ${hit.release}, score ${hit.score.toFixed(3)})` }),
+        el("div", { class: "meta", text: `${hit.heading} (release ${hit.release}, ` + (hit.ranked_by === "codes"
+          ? `code finder confidence ${hit.score.toFixed(2)})` : `score ${hit.score.toFixed(3)})`) }),
         el("div", { class: "text", text: hit.text }));
       if (hit.url) item.append(el("a", { href: hit.url, rel: "noopener", text: "Read it at CMS" }));
       $("hits").append(item);
