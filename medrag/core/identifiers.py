@@ -73,30 +73,30 @@ def dotted_icd10cm(code: str) -> str:
     return code if len(code) <= 3 else f"{code[:3]}.{code[3:]}"
 
 
-def named_code_set_sql() -> str:
-    """medrag_named_code_set(query_text): 'icd10cm' or 'hcpcs' when the query names that code set, else NULL."""
+def _first_match_sql(function: str, choices: tuple[tuple[str, str], ...]) -> str:
+    """A SQL function of query_text: the value of the first (value, pattern) whose pattern the query holds as
+    whole tokens, else NULL."""
+    whens = "\n                ".join(f"WHEN query_text ~* '{BEFORE}(?:{pattern}){AFTER}' THEN '{value}'"
+                                      for value, pattern in choices)
     return f"""
-CREATE OR REPLACE FUNCTION medrag_named_code_set(query_text text)
+CREATE OR REPLACE FUNCTION {function}(query_text text)
 RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT CASE WHEN query_text ~* '{BEFORE}(?:{NAMES_ICD10CM}){AFTER}' THEN 'icd10cm'
-                WHEN query_text ~* '{BEFORE}(?:{NAMES_HCPCS}){AFTER}' THEN 'hcpcs' END
+    SELECT CASE {whens} END
 $$;
 """
+
+
+def named_code_set_sql() -> str:
+    """medrag_named_code_set(query_text): 'icd10cm' or 'hcpcs' when the query names that code set, else NULL."""
+    return _first_match_sql("medrag_named_code_set", (("icd10cm", NAMES_ICD10CM), ("hcpcs", NAMES_HCPCS)))
 
 
 def default_cue_sql() -> str:
     """medrag_default_cue(query_text): 'uncomplicated' or 'unspecified' when the query says so, else NULL."""
-    return f"""
-CREATE OR REPLACE FUNCTION medrag_default_cue(query_text text)
-RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$
-    SELECT CASE WHEN query_text ~* '{BEFORE}(?:{UNCOMPLICATED_CUE}){AFTER}' THEN 'uncomplicated'
-                WHEN query_text ~* '{BEFORE}(?:{UNSPECIFIED_CUE}){AFTER}' THEN 'unspecified' END
-$$;
-"""
+    return _first_match_sql("medrag_default_cue", (("uncomplicated", UNCOMPLICATED_CUE),
+                                                   ("unspecified", UNSPECIFIED_CUE)))
 
 
 def identifiers_sql() -> str:
