@@ -13,7 +13,7 @@
 
 -- A repeatable script: medrag.core.migrate runs it (after sql/views.sql and the generated script, before
 -- sql/roles.sql) whenever it changes, so it holds functions only; the tables it reads (medrag_synonym, medrag_term,
--- medrag_word, medrag_code_wording) are made by the revisions in migrations/versions/, which say what each holds.
+-- medrag_word, medrag_code_wording, medrag_code_word) are made by the revisions in migrations/versions/, which say what each holds.
 -- Rendered from Python into generated.sql (medrag/retrieval/generated_sql.py), because Python reads the same rules:
 -- medrag_query_identifiers (identifier shapes, medrag/core/identifiers.py), medrag_search_settings (the tuned
 -- numbers, medrag/retrieval/settings.py), medrag_document_group and medrag_nearest (the document kinds and their
@@ -96,6 +96,29 @@ BEGIN
     ANALYZE medrag_code_wording;
     RETURN written;
 END
+$$;
+
+-- Rewrites the words of one code release's descriptions, with how many descriptions hold each (medrag_code_word:
+-- what the code finder corrects a misspelt word to): the ICD-10-CM and HCPCS loaders run it as they load a release.
+CREATE OR REPLACE FUNCTION medrag_refresh_code_words(code_release integer)
+RETURNS integer
+LANGUAGE sql
+AS $$
+    DELETE FROM medrag_code_word WHERE release_id = code_release;
+    WITH written AS (
+        INSERT INTO medrag_code_word (release_id, word, ndoc)
+        SELECT code_release, word, count(*)
+        FROM (SELECT DISTINCT c.code, w.word
+              FROM (SELECT code, description FROM icd10cm_code
+                    WHERE release_id = code_release AND seventh_character IS NULL
+                    UNION ALL
+                    SELECT code, long_description FROM hcpcs_code WHERE release_id = code_release) c
+              CROSS JOIN LATERAL regexp_split_to_table(lower(c.description), '[^a-z0-9]+') AS w(word)
+              WHERE length(w.word) >= 3) used
+        GROUP BY word
+        RETURNING 1
+    )
+    SELECT count(*)::integer FROM written;
 $$;
 
 -- Is a typed word (lower case) one the corpus knows, and so not misspelt: the word or its lexeme is in the corpus, or

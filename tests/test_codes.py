@@ -78,11 +78,20 @@ def test_misspelled_tuberculosis_is_corrected_to_a15_a19(finder) -> None:
     search = finder.find("tuberculosus")
     icd = codes_of(search, ICD10CM)
     assert icd and all("A15" <= code[:3] <= "A19" for code in icd)
-    assert any("tuberculosus -> tuberculosis" in step for step in search.trace)
+    # one edit from both "tuberculosis" and "tuberculous" (A17.0 Tuberculous meningitis, nearer by trigrams): the
+    # word more descriptions hold
+    corrected = [step for step in search.trace if step.startswith("spelling:")]
+    assert any("tuberculosus -> tuberculosis (ICD-10-CM" in step for step in corrected), corrected
     # reclassified once the word is known to be a disease: a diagnosis first, well above any HCPCS code
     assert any(step.startswith("reclassify:") and "routing priors" in step for step in search.trace), search.trace
     hcpcs_best = max((r.confidence for r in search.results if r.system == HCPCS), default=0.0)
     assert search.results[0].system == ICD10CM and search.results[0].confidence > hcpcs_best + 0.3, search.results
+
+
+def test_a_misspelt_word_is_corrected_to_the_word_the_fewest_edits_away(finder) -> None:
+    """"therepy" is nearer "there" than "therapy" by trigrams, but one letter away from "therapy"."""
+    corrected = [step for step in finder.find("hyperbaric oxygen therepy").trace if step.startswith("spelling:")]
+    assert any("therepy -> therapy (HCPCS" in step for step in corrected), corrected
 
 
 def test_a_word_the_corpus_knows_is_not_spelling_corrected(finder, indexed_engine) -> None:
@@ -95,6 +104,26 @@ def test_a_word_the_corpus_knows_is_not_spelling_corrected(finder, indexed_engin
     corrected = [step for step in search.trace if step.startswith("spelling:")]
     assert any("tuberculosus -> tuberculosis" in step for step in corrected), search.trace
     assert not any("medicare" in step or "cover" in step for step in corrected), corrected
+
+
+def test_each_code_release_keeps_the_words_spelling_is_corrected_to(indexed_engine) -> None:
+    """medrag_code_word holds each code release's description words, rewritten with the release's documents."""
+    with indexed_engine.begin() as conn:
+        words = dict(conn.execute(text(
+            "SELECT r.source || ' ' || r.label, count(w.word) FROM release r "
+            "LEFT JOIN medrag_code_word w ON w.release_id = r.id "
+            "WHERE r.status IN ('loaded', 'partial') GROUP BY r.source, r.label")).all())
+        current_id, current_label = conn.execute(text(
+            "SELECT id, label FROM release WHERE source = 'icd10cm' AND is_current")).one()
+        holds = conn.execute(text(
+            "SELECT w.word, r.source FROM medrag_code_word w JOIN release r ON r.id = w.release_id AND r.is_current "
+            "WHERE w.word IN ('tuberculosis', 'wheelchair') ORDER BY 1, 2")).all()
+        rewritten = conn.execute(text("SELECT medrag_refresh_code_words(:r)"), {"r": current_id}).scalar()
+    code_releases = {name: count for name, count in words.items() if name.split()[0] in ("icd10cm", "hcpcs")}
+    assert code_releases and all(count > 1_000 for count in code_releases.values()), words
+    assert all(count == 0 for name, count in words.items() if name not in code_releases), words
+    assert ("tuberculosis", "icd10cm") in holds and ("wheelchair", "hcpcs") in holds, holds
+    assert rewritten == words[f"icd10cm {current_label}"]  # rewriting a release leaves its words as they were
 
 
 def test_a_negated_word_leaves_out_the_codes_that_name_it(finder) -> None:

@@ -24,7 +24,7 @@ from medrag.ingest.releases import release_sort_key
 DOCUMENT_SOURCE = {ICD10CM: "icd10cm", HCPCS: "hcpcs"}
 LEG_LIMIT = 50
 # Minimum trigram similarity for a spelling correction ("tuberculosus" -> "tuberculosis" is 0.62, "pnuemonia"
-# -> "pneumonia" 0.43); descriptions holding such a word are found with the same word-similarity threshold.
+# -> "pneumonia" 0.43).
 SPELLING_MIN_SIMILARITY = 0.4
 CHILDREN_LIMIT = 200
 
@@ -253,6 +253,11 @@ ORDER BY d.n
 _TABLE = {ICD10CM: ("icd10cm_code", "description"), HCPCS: ("hcpcs_code", "long_description")}
 
 
+# The release as the trigram indexes' first column reads it: psycopg sends a small int as smallint, which btree_gin's
+# integer operator class does not compare, and the index would then read the words of every loaded release.
+_RELEASE = "CAST(:release_id AS integer)"
+
+
 def _listed(system: str) -> str:
     # A 7th-character form repeats its base code's words; the base code is ranked and its form chosen after (and
     # the trigram index covers the listed codes only).
@@ -277,17 +282,23 @@ hit AS (
 
 def _words_hit(system: str) -> str:
     table, column = _TABLE[system]
-    # The trigram index answers ILIKE '%stem%'; codes matching more of the words, then shorter ones, come first.
+    # The trigram index answers ILIKE '%stem%' one stem at a time, so each description is matched once per stem that
+    # reaches it rather than once per stem for every description any stem reaches (thousands for "unspecifi");
+    # codes matching more of the stems, then shorter ones, come first.
     return f"""
 hit AS (
-    SELECT c.code, (row_number() OVER (ORDER BY m.matched DESC, length(c.{column}), c.code))::int AS leg_rank,
+    SELECT m.code, (row_number() OVER (ORDER BY m.matched DESC, m.size, m.code))::int AS leg_rank,
            m.matched::float AS leg_score
-    FROM {table} c
-    CROSS JOIN LATERAL (
-        SELECT count(*) AS matched FROM unnest(CAST(:patterns AS text[])) AS p WHERE c.{column} ILIKE p
+    FROM (
+        SELECT found.code, found.size, count(*) AS matched
+        FROM unnest(CAST(:patterns AS text[])) AS p(pattern)
+        CROSS JOIN LATERAL (
+            SELECT c.code, length(c.{column}) AS size FROM {table} c
+            WHERE c.release_id = {_RELEASE} AND c.{column} ILIKE p.pattern{_row_filter(system)}
+        ) found
+        GROUP BY found.code, found.size
     ) m
-    WHERE c.release_id = :release_id AND c.{column} ILIKE ANY (CAST(:patterns AS text[])){_row_filter(system)}
-    ORDER BY m.matched DESC, length(c.{column}), c.code
+    ORDER BY m.matched DESC, m.size, m.code
     LIMIT :limit
 )"""
 
@@ -318,7 +329,7 @@ hit AS (
     SELECT c.code, (row_number() OVER (ORDER BY word_similarity(:text, c.{column}) DESC, c.code))::int AS leg_rank,
            word_similarity(:text, c.{column})::float AS leg_score
     FROM {table} c
-    WHERE c.release_id = :release_id AND :text <% c.{column}{_row_filter(system)}
+    WHERE c.release_id = {_RELEASE} AND :text <% c.{column}{_row_filter(system)}
     ORDER BY leg_score DESC, c.code
     LIMIT :limit
 )"""
@@ -393,20 +404,29 @@ def _index_order(alias: str = "") -> str:
     return f"shared DESC, precision DESC, cardinality({alias}path), {alias}code, {alias}entry_id"
 
 
-def _index_matches(name: str, condition: str) -> str:
+def _index_matches(name: str, condition: str, shared: str, precision: str) -> str:
     """The Index entries passing `condition`, with how many of the term's lexemes each shares, best first."""
     return f"""{name} AS (
     SELECT e.index_name, e.entry_id, e.path, e.nemod, e.column_name, e.code, e.core_lexemes, e.search_vector,
-           (SELECT count(*) FROM unnest(t.queries) AS q(query) WHERE e.search_vector @@ q.query)::int AS shared,
-           (SELECT count(DISTINCT lexeme) FROM unnest(e.core_lexemes) AS c(lexeme)
-            WHERE c.lexeme = ANY(CAST(:lexemes AS text[])))::float / greatest(cardinality(e.core_lexemes), 1)
-               AS precision,
+           {shared} AS shared, {precision} / greatest(cardinality(e.core_lexemes), 1) AS precision,
            {_INDEX_TITLE_SQL} AS index_title
     FROM icd10cm_index_entry e, term_query t
     WHERE e.release_id = :index_release_id AND e.code IS NOT NULL AND {condition}
     ORDER BY {_index_order("e.")}
     LIMIT 4 * :limit
 )"""
+
+
+# How many of the term's lexemes an entry shares, and how many of its core lexemes are the term's.
+_SHARED = "(SELECT count(*) FROM unnest(t.queries) AS q(query) WHERE e.search_vector @@ q.query)::int"
+_CORE_SHARED = ("(SELECT count(DISTINCT lexeme) FROM unnest(e.core_lexemes) AS c(lexeme) "
+                "WHERE c.lexeme = ANY(CAST(:lexemes AS text[])))::float")
+# An entry outside `strong` shares exactly one lexeme when there are pairs (every entry sharing two matches one), and
+# its core lexemes, a subset of its lexemes, hold that one or none: both are known without counting, for the
+# thousands of entries one common word ("leg") reaches.
+_SHARED_ONE = f"CASE WHEN :pairs_tsquery IS NULL THEN {_SHARED} ELSE 1 END"
+_CORE_SHARED_ONE = (f"CASE WHEN :pairs_tsquery IS NULL THEN {_CORE_SHARED} "
+                    "ELSE (e.core_lexemes && CAST(:lexemes AS text[]))::int::float END")
 
 
 def _index_hit(_system: str) -> str:
@@ -423,13 +443,12 @@ term_query AS (
     SELECT array_agg(to_tsquery('simple', quote_literal(lexeme))) AS queries
     FROM (SELECT DISTINCT unnest(CAST(:lexemes AS text[])) AS lexeme) l
 ),
-{_index_matches("strong", "e.search_vector @@ to_tsquery('simple', :pairs_tsquery)")},
+{_index_matches("strong", "e.search_vector @@ to_tsquery('simple', :pairs_tsquery)", _SHARED, _CORE_SHARED)},
 {_index_matches("weak", "e.search_vector @@ to_tsquery('simple', :tsquery) "
-                "AND (SELECT count(*) FROM strong) < 4 * :limit")},
+                "AND (SELECT count(*) FROM strong) < 4 * :limit AND e.entry_id NOT IN (SELECT entry_id FROM strong)",
+                _SHARED_ONE, _CORE_SHARED_ONE)},
 matched AS (
-    SELECT * FROM (SELECT * FROM strong
-                   UNION ALL
-                   SELECT * FROM weak WHERE entry_id NOT IN (SELECT entry_id FROM strong)) found
+    SELECT * FROM (SELECT * FROM strong UNION ALL SELECT * FROM weak) found
     ORDER BY {_index_order()}
     LIMIT 4 * :limit
 ),
@@ -658,32 +677,24 @@ def semantic_similarities(engine: Engine, system: str, codes: Sequence[str], emb
         return {row.code: row.similarity for row in conn.execute(_SIMILARITIES, params)}
 
 
-def _spelling_statement(system: str) -> str:
-    table, column = _TABLE[system]
-    # Descriptions that contain something like the word (trigram index), then the closest word in them.
-    return f"""
-SELECT w.word, max(similarity(w.word, :word))::float AS similarity
-FROM (
-    SELECT c.{column} AS description FROM {table} c
-    WHERE c.release_id = :release_id AND :word <% c.{column}{_listed(system)}
-    ORDER BY word_similarity(:word, c.{column}) DESC
-    LIMIT 30
-) d
-CROSS JOIN LATERAL regexp_split_to_table(lower(d.description), '[^a-z0-9]+') AS w(word)
-WHERE length(w.word) >= 3 AND w.word <> :word
-GROUP BY w.word
-ORDER BY similarity DESC, w.word
+# The word of the release's descriptions (medrag_code_word) that corrects the typed word: among those similar enough
+# by trigrams, the fewest edits away ("therepy": therapy, not "there", the nearer by trigrams), then the commonest
+# ("tuberculosus": tuberculosis in 71 descriptions, not tuberculous in 13), then the most similar.
+_SPELLING = text(f"""
+SELECT w.word, similarity(w.word, :word)::float AS similarity
+FROM medrag_code_word w
+WHERE w.release_id = {_RELEASE} AND w.word % :word AND w.word <> :word
+ORDER BY levenshtein(w.word, :word), w.ndoc DESC, similarity DESC, w.word
 LIMIT 1
-"""
+""")
 
 
 def correct_spelling(engine: Engine, release: CodeRelease, word: str) -> tuple[str, float] | None:
-    """The description word closest to `word` by trigram similarity, when it is close enough."""
+    """The release's description word that corrects `word` best (similar, and common), when it is close enough."""
     with engine.begin() as conn:
-        conn.execute(text("SELECT set_config('pg_trgm.word_similarity_threshold', :limit, true)"),
+        conn.execute(text("SELECT set_config('pg_trgm.similarity_threshold', :limit, true)"),
                      {"limit": str(SPELLING_MIN_SIMILARITY)})
-        row = conn.execute(text(_spelling_statement(release.system)),
-                           {"release_id": release.release_id, "word": word}).first()
+        row = conn.execute(_SPELLING, {"release_id": release.release_id, "word": word}).first()
     if row is None or row.similarity < SPELLING_MIN_SIMILARITY:
         return None
     return row.word, row.similarity

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, text
 
 # Fetches an HTML page (with the pipeline's retries, timeouts and size cap) and returns its text.
 GetPage = Callable[[str], str]
@@ -52,6 +52,11 @@ class Source(Protocol):
     def load(self, conn: Connection, release_id: int, files: list[Path], workdir: Path) -> LoadReport:
         """Parse the downloaded files and COPY their rows (all tagged with release_id) inside `conn`'s transaction."""
         ...
+
+
+def write_code_words(conn: Connection, release_id: int) -> int:
+    """Rewrite a code release's description words (medrag_code_word), which the code finder corrects spelling to."""
+    return conn.execute(text("SELECT medrag_refresh_code_words(:r)"), {"r": release_id}).scalar_one()
 
 
 def quarter_label(day: dt.date) -> str:
