@@ -38,6 +38,10 @@ class QueryEmbeddingError(MedragError):
 # thread as the server runs it: the units stage p50 214 -> 142 ms, p95 369 -> 313 ms; fact recall dev 0.8925 ->
 # 0.8871 (one fact), holdout unchanged (0.6757, refusal accuracy 0.8947).
 MANY_BATCH_TEXTS = 1
+# One onnxruntime thread per query: a query is one short text, and its callers run beside it (the code finder's
+# lookups, the search statement, other requests). A thread per core would save ~0.3 ms a query while its idle
+# workers spin and take the CPU those need (the code finder's process CPU per call: 57 -> 33 ms).
+QUERY_THREADS = 1
 
 
 class _OnnxBackend:
@@ -91,17 +95,17 @@ class QueryEmbedder:
         return read_whole_words(self._model_path) if self._model_path is not None else None
 
     @classmethod
-    def for_settings(cls, settings: Settings, *, threads: int | None = None) -> QueryEmbedder:
+    def for_settings(cls, settings: Settings, *, threads: int = QUERY_THREADS) -> QueryEmbedder:
         """The embedder for the configured model and backend, its exports cached in the settings' models folder."""
         return cls.for_model(settings.embedding_model, settings.models_dir, settings.embedding_backend,
                              threads=threads)
 
     @classmethod
     def for_model(cls, model_path: str | Path, cache_dir: str | Path, backend: str = BACKEND_ONNX, *,
-                  threads: int | None = None) -> QueryEmbedder:
+                  threads: int = QUERY_THREADS) -> QueryEmbedder:
         """The embedder for model_path with the backend the chunks were embedded with (ONNX exported if missing).
 
-        threads: onnxruntime threads per query (default: one per core). When the ONNX path cannot be used,
+        threads: onnxruntime threads per query (QUERY_THREADS). When the ONNX path cannot be used,
         the torch backend gives the same float vectors, slower.
         """
         check_backend(backend, QueryEmbeddingError)

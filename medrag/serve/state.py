@@ -21,9 +21,6 @@ _CURRENT_RELEASES_SQL = text("SELECT source, label FROM release WHERE is_current
 # Finders replaced after a refresh are closed only at shutdown, beyond this many: a request may still use one.
 RETIRED_FINDERS_KEPT = 2
 VLLM_PROBE_TIMEOUT_S = 2.0
-# A server's parallelism comes from its requests: one onnxruntime thread per query embedding, instead of a thread
-# per core whose workers spin while they wait and take CPU from Postgres under load (benchmarks/serve.py).
-SERVER_EMBED_THREADS = 1
 
 
 class ServeState:
@@ -57,7 +54,7 @@ class ServeState:
                     from medrag.retrieval.query_embedding import QueryEmbedder
 
                     try:
-                        self._embedder = QueryEmbedder.for_settings(self.settings, threads=SERVER_EMBED_THREADS)
+                        self._embedder = QueryEmbedder.for_settings(self.settings)
                     except Exception as error:
                         self._embedder_error = str(error).splitlines()[0]
                         raise
