@@ -13,7 +13,8 @@
 
 -- A repeatable script: medrag.core.migrate runs it (after sql/views.sql and the generated script, before
 -- sql/roles.sql) whenever it changes, so it holds functions only; the tables it reads (medrag_synonym, medrag_term,
--- medrag_word, medrag_code_wording, medrag_code_word) are made by the revisions in migrations/versions/, which say what each holds.
+-- medrag_word, medrag_code_wording, medrag_code_word) are made by the revisions in migrations/versions/, which say
+-- what each holds.
 -- Rendered from Python into generated.sql (medrag/retrieval/generated_sql.py), because Python reads the same rules:
 -- medrag_query_identifiers (identifier shapes, medrag/core/identifiers.py), medrag_search_settings (the tuned
 -- numbers, medrag/retrieval/settings.py), medrag_document_group and medrag_nearest (the document kinds and their

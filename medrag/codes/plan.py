@@ -254,7 +254,7 @@ _TABLE = {ICD10CM: ("icd10cm_code", "description"), HCPCS: ("hcpcs_code", "long_
 
 
 # The release as the trigram indexes' first column reads it: psycopg sends a small int as smallint, which btree_gin's
-# integer operator class does not compare, and the index would then read the words of every loaded release.
+# integer operator class does not compare, and the index would then read the matches of every loaded release.
 _RELEASE = "CAST(:release_id AS integer)"
 
 
