@@ -690,14 +690,13 @@ LIMIT 1
 
 
 def correct_spelling(engine: Engine, release: CodeRelease, word: str) -> tuple[str, float] | None:
-    """The release's description word that corrects `word` best (similar, and common), when it is close enough."""
+    """The release's description word that corrects `word` (_SPELLING), when one is similar enough."""
     with engine.begin() as conn:
+        # the threshold of _SPELLING's % operator: the candidates are the words at least this similar
         conn.execute(text("SELECT set_config('pg_trgm.similarity_threshold', :limit, true)"),
                      {"limit": str(SPELLING_MIN_SIMILARITY)})
         row = conn.execute(_SPELLING, {"release_id": release.release_id, "word": word}).first()
-    if row is None or row.similarity < SPELLING_MIN_SIMILARITY:
-        return None
-    return row.word, row.similarity
+    return (row.word, row.similarity) if row is not None else None
 
 
 # v_lcd_hcpcs without the states it also gathers: each current LCD listing a code, with its contractors.
