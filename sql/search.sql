@@ -122,6 +122,52 @@ AS $$
     SELECT count(*)::integer FROM written;
 $$;
 
+-- What the code finder scores each of a release's codes by (medrag_code_detail, written as the release loads): the
+-- codes that exist, are of the kinds asked for and, for HCPCS, are not terminated. An ICD-10-CM code's wordings are
+-- its own, then the inclusion terms of the codes above it (E11 "diabetes NOS" applies to E11.620), each with the code
+-- it comes from; its ancestors are those codes with their descriptions' lexemes; its headings the lexemes of its
+-- chapter's and block's titles. A HCPCS code is listed in an LCD when one of the current LCDs names it.
+CREATE OR REPLACE FUNCTION medrag_code_details(code_release integer, codes text[], kinds text[])
+RETURNS TABLE (code text, display text, billable boolean, parent_code text, parent_display text, kind text,
+               has_children boolean, listed_in_lcd boolean, medicare_valid boolean, seventh jsonb, terms jsonb,
+               ancestors jsonb, head text[], headings text[])
+LANGUAGE sql STABLE
+AS $$
+    SELECT d.code, d.display, d.billable, d.parent_code, p.display, d.kind, d.has_children,
+           CASE WHEN d.kind = 'diagnosis' THEN false
+                ELSE d.code IN (SELECT m.hcpc_code_id FROM mcd_lcd_x_hcpc_code m
+                                JOIN release r ON r.id = m.release_id AND r.is_current) END,
+           d.medicare_valid, d.seventh, wording.terms, above.ancestors, d.head,
+           coalesce(ch.title_lexemes, '{}') || coalesce(s.title_lexemes, '{}')
+    FROM unnest(codes) WITH ORDINALITY AS h(code, n)
+    JOIN medrag_code_detail d ON d.release_id = code_release AND d.code = h.code
+    LEFT JOIN medrag_code_detail p ON p.release_id = d.release_id AND p.code = d.parent_code
+    LEFT JOIN icd10cm_chapter ch ON ch.release_id = d.release_id AND ch.chapter = d.chapter
+    LEFT JOIN icd10cm_section s ON s.release_id = d.release_id AND s.section_id = d.section_id
+    CROSS JOIN LATERAL (
+        -- a wording's core and negated lexemes are stored only where they differ from its lexemes and nothing
+        SELECT jsonb_agg(jsonb_build_array(w.value ->> 0, t.source, w.value -> 1,
+                                           CASE WHEN w.value -> 2 = 'null' THEN w.value -> 1 ELSE w.value -> 2 END,
+                                           CASE WHEN w.value -> 3 = 'null' THEN '[]' ELSE w.value -> 3 END)
+                         ORDER BY t.nth, t.source, w.n) AS terms
+        FROM (SELECT d.wordings, d.code AS source, 0 AS nth
+              UNION ALL
+              SELECT a.wordings - 0, a.code, 1
+              FROM medrag_code_detail a
+              WHERE d.kind = 'diagnosis' AND a.release_id = d.release_id AND a.code <> d.code
+                AND a.code IN (left(d.code, 3), left(d.code, 5), left(d.code, 6), left(d.code, 7))) t,
+             jsonb_array_elements(t.wordings) WITH ORDINALITY AS w(value, n)
+    ) wording
+    CROSS JOIN LATERAL (
+        SELECT coalesce(jsonb_agg(jsonb_build_array(a.code, a.wordings -> 0 -> 1) ORDER BY a.code), '[]') AS ancestors
+        FROM medrag_code_detail a
+        WHERE d.kind = 'diagnosis' AND a.release_id = d.release_id AND a.code <> d.code
+          AND a.code IN (left(d.code, 3), left(d.code, 5), left(d.code, 6), left(d.code, 7))
+    ) above
+    WHERE d.kind = ANY (kinds) AND (d.termination_date IS NULL OR d.termination_date >= current_date)
+    ORDER BY h.n
+$$;
+
 -- Is a typed word (lower case) one the corpus knows, and so not misspelt: the word or its lexeme is in the corpus, or
 -- it is a word of a known lay term or abbreviation ("underactive thyroid", "strep throat", "GERD": its expansion says
 -- what it means, and its nearest corpus word, "interactive", "stress", "germ", would not). Read by medrag_spelling

@@ -126,6 +126,35 @@ def test_each_code_release_keeps_the_words_spelling_is_corrected_to(indexed_engi
     assert rewritten == words[f"icd10cm {current_label}"]  # rewriting a release leaves its words as they were
 
 
+def test_each_code_release_keeps_its_codes_stemmed_wordings(indexed_engine) -> None:
+    """medrag_code_detail holds every code of every code release, written as it loads; medrag_code_details puts a
+    code's wordings and those of the codes above it together, and a rewrite leaves them as they were."""
+    with indexed_engine.begin() as conn:
+        missing = conn.execute(text(
+            "SELECT r.source, r.label, count(*) FROM release r "
+            "JOIN (SELECT release_id, code FROM icd10cm_code UNION ALL SELECT release_id, code FROM hcpcs_code) c "
+            "ON c.release_id = r.id LEFT JOIN medrag_code_detail d ON d.release_id = c.release_id AND d.code = c.code "
+            "WHERE d.code IS NULL GROUP BY r.source, r.label")).all()
+        icd_id = conn.execute(text("SELECT id FROM release WHERE source = 'icd10cm' AND is_current")).scalar_one()
+        read = text("SELECT * FROM medrag_code_details(:r, CAST(:codes AS text[]), CAST(:kinds AS text[]))")
+        before = {row.code: row for row in conn.execute(read, {"r": icd_id, "codes": ["E11.9", "R11.0", "T39.1X1"],
+                                                              "kinds": ["diagnosis"]})}
+        conn.execute(text("SELECT medrag_refresh_code_details(:r)"), {"r": icd_id})
+        after = {row.code: row for row in conn.execute(read, {"r": icd_id, "codes": ["E11.9", "R11.0", "T39.1X1"],
+                                                             "kinds": ["diagnosis"]})}
+    assert missing == []
+    diabetes = before["E11.9"]
+    assert diabetes.terms[0][:2] == ["Type 2 diabetes mellitus without complications", "E11.9"]
+    assert diabetes.terms[0][4] == ["complic"]  # named only in its "without" clause
+    assert ["diabetes NOS", "E11"] in [term[:2] for term in diabetes.terms]  # E11's inclusion term applies
+    inherited = next(term for term in diabetes.terms if term[0].startswith("insulin resistant diabetes"))
+    assert "mellitus" in inherited[2] and "mellitus" not in inherited[3]  # a nonessential modifier is not core
+    assert diabetes.ancestors == [["E11", ["2", "diabet", "mellitus", "type"]]]
+    assert {"endocrin", "diabet"} <= set(diabetes.headings)  # its chapter's and block's titles
+    assert [form[0] for form in before["T39.1X1"].seventh] == ["T39.1X1A", "T39.1X1D", "T39.1X1S"]
+    assert before == after
+
+
 def test_a_negated_word_leaves_out_the_codes_that_name_it(finder) -> None:
     search = finder.find("fatty liver not caused by alcohol")
     icd = codes_of(search, ICD10CM)

@@ -147,105 +147,8 @@ class LookupResult:
 
 # -- details: what scoring needs about each code, read once per code ----------------------------------------------
 
-# ICD-10-CM terms are the description, the code's inclusion terms and includes notes, and those of the codes
-# above it (E11 "diabetes NOS" applies to E11.620), each with the code it comes from.
-_ANCESTORS = "a.code IN (left(c.code, 3), left(c.code, 5), left(c.code, 6), left(c.code, 7)) AND a.code <> c.code"
-_ICD_DETAILS = f"""
-WITH detail AS (
-    SELECT h.code, h.n, c.description AS display, c.billable, c.parent_code,
-           p.description AS parent_display, 'diagnosis' AS kind,
-           EXISTS (SELECT 1 FROM icd10cm_code k WHERE k.release_id = c.release_id AND k.parent_code = c.code
-                   AND k.seventh_character IS NULL) AS has_children,
-           (SELECT jsonb_agg(jsonb_build_array(k.code, k.description, k.seventh_character,
-                                               substr(k.description, length(c.description) + 3))
-                             ORDER BY k.tabular_order)
-            FROM icd10cm_code k WHERE k.release_id = c.release_id AND k.parent_code = c.code
-                 AND k.seventh_character IS NOT NULL) AS seventh,
-           false AS listed_in_lcd, true AS medicare_valid,
-           (SELECT jsonb_agg(jsonb_build_array(t.term, t.source) ORDER BY t.ord, t.source)
-            FROM (SELECT c.description AS term, c.code AS source, 0 AS ord
-                  UNION ALL
-                  SELECT term, c.code, 1
-                  FROM unnest(coalesce(c.inclusion_terms, '{{}}') || coalesce(c.includes, '{{}}')) AS term
-                  UNION ALL
-                  SELECT term, a.code, 2
-                  FROM icd10cm_code a,
-                       unnest(coalesce(a.inclusion_terms, '{{}}') || coalesce(a.includes, '{{}}')) AS term
-                  WHERE a.release_id = c.release_id AND {_ANCESTORS}) t) AS terms,
-           (SELECT jsonb_agg(jsonb_build_array(a.code, a.description) ORDER BY a.code)
-            FROM icd10cm_code a WHERE a.release_id = c.release_id AND {_ANCESTORS}) AS ancestors,
-           coalesce((SELECT ch.title_lexemes FROM icd10cm_chapter ch
-                     WHERE ch.release_id = c.release_id AND ch.chapter = c.chapter), '{{}}')
-           || coalesce((SELECT s.title_lexemes FROM icd10cm_section s
-                        WHERE s.release_id = c.release_id AND s.section_id = c.section_id), '{{}}') AS headings
-    FROM unnest(CAST(:codes AS text[])) WITH ORDINALITY AS h(code, n)
-    JOIN icd10cm_code c ON c.release_id = :release_id AND c.code = h.code
-    LEFT JOIN icd10cm_code p ON p.release_id = c.release_id AND p.code = c.parent_code
-)
-"""
-
-_HCPCS_DETAILS = """
-WITH detail AS (
-    SELECT h.code, h.n, coalesce(x.long_description, x.short_description) AS display,
-           NULL::boolean AS billable, NULL::text AS parent_code, NULL::text AS parent_display, x.kind,
-           false AS has_children, NULL::jsonb AS seventh,
-           x.code IN (SELECT m.hcpc_code_id FROM mcd_lcd_x_hcpc_code m JOIN release r ON r.id = m.release_id
-                      AND r.is_current) AS listed_in_lcd,
-           -- coverage code I: "not payable by Medicare" (another payer's code, as S codes are)
-           x.coverage_code IS DISTINCT FROM 'I' AS medicare_valid,
-           -- The short description is an abbreviation of the long one ("Stnd hemi (low seat) whlchr"): left out.
-           jsonb_build_array(jsonb_build_array(coalesce(x.long_description, x.short_description), x.code)) AS terms,
-           NULL::jsonb AS ancestors, '{}'::text[] AS headings
-    FROM unnest(CAST(:codes AS text[])) WITH ORDINALITY AS h(code, n)
-    JOIN hcpcs_code x ON x.release_id = :release_id AND x.code = h.code AND x.kind = ANY(CAST(:kinds AS text[]))
-    WHERE x.termination_date IS NULL OR x.termination_date >= current_date
-)
-"""
-
-
-def _lexemes(expression: str) -> str:
-    # "Bath/shower chair" would be one file-path token: slashes become spaces first.
-    return f"tsvector_to_array(to_tsvector('english', translate({expression}, '/', ' ')))"
-
-
-# What a wording says once ICD-10-CM's nonessential modifiers (in parentheses) and bracketed synonyms are set
-# aside: what precision is measured on (filler such as "NOS" is set aside in consolidate).
-_ICD_CORE = "regexp_replace({text}, '\\([^)]*\\)|\\[[^]]*\\]', ' ', 'g')"
-# A "without" clause of a wording, up to its next "with", comma or end ("Vomiting without nausea").
-_WITHOUT_CLAUSE = "\\mwithout\\s+([^,]*?)(?=\\s+with\\M|,|$)"
-
-
-def _negated(expression: str) -> str:
-    """Lexemes only a "without" clause of the wording names: "Vomiting without nausea" -> nausea, while
-    "Hypertensive heart disease without heart failure" keeps heart, which the wording also says outright."""
-    rest = f"regexp_replace({expression}, '{_WITHOUT_CLAUSE}', ' ', 'gi')"
-    return (f"(SELECT coalesce(array_agg(DISTINCT lexeme), '{{}}') "
-            f"FROM regexp_matches({expression}, '{_WITHOUT_CLAUSE}', 'gi') AS clause, "
-            f"unnest({_lexemes('clause[1]')}) AS lexeme "
-            f"WHERE lexeme <> ALL({_lexemes(rest)}))")
-
-
-def details_statement(system: str) -> str:
-    """Details of the codes in :codes (those of the release that exist, are active and of the wanted kinds)."""
-    core = _ICD_CORE.format(text="e.value ->> 0") if system == ICD10CM else "(e.value ->> 0)"
-    negated = _negated("e.value ->> 0") if system == ICD10CM else "'{}'::text[]"
-    details = _ICD_DETAILS if system == ICD10CM else _HCPCS_DETAILS
-    return details + f"""
-SELECT d.code, d.display, d.billable, d.parent_code, d.parent_display, d.kind, d.has_children, d.listed_in_lcd,
-       d.medicare_valid, d.seventh,
-       (SELECT jsonb_agg(jsonb_build_array(e.value ->> 0, e.value ->> 1, w.lexemes,
-                                           CASE WHEN e.value ->> 0 ~ '[][()]' THEN {_lexemes(core)}
-                                                ELSE w.lexemes END,
-                                           CASE WHEN e.value ->> 0 ~* 'without' THEN {negated}
-                                                ELSE '{{}}'::text[] END) ORDER BY e.ordinality)
-        FROM jsonb_array_elements(d.terms) WITH ORDINALITY AS e,
-             LATERAL (SELECT {_lexemes("e.value ->> 0")} AS lexemes) w) AS terms,
-       (SELECT coalesce(jsonb_agg(jsonb_build_array(e.value ->> 0, {_lexemes("e.value ->> 1")})), '[]')
-        FROM jsonb_array_elements(d.ancestors) AS e) AS ancestors,
-       {_lexemes("split_part(d.display, ',', 1)")} AS head, d.headings
-FROM detail d
-ORDER BY d.n
-"""
+# medrag_code_details (sql/search.sql) reads medrag_code_detail, which the loaders write once per release
+_DETAILS = text("SELECT * FROM medrag_code_details(:release_id, CAST(:codes AS text[]), CAST(:kinds AS text[]))")
 
 
 # -- legs ----------------------------------------------------------------------------------------------------------
@@ -455,8 +358,8 @@ matched AS (
 entry_code AS (
     SELECT c.code, m.shared, m.precision, cardinality(m.path) AS levels, m.entry_id,
            tsvector_to_array(m.search_vector) AS lexemes,
-           CASE WHEN cardinality(m.path) > 2 THEN {_lexemes(_INDEX_ENDS)} ELSE m.core_lexemes END AS core_lexemes,
-           {_negated("array_to_string(m.path || m.nemod, ', ')")} AS negated,
+           CASE WHEN cardinality(m.path) > 2 THEN medrag_lexemes({_INDEX_ENDS}) ELSE m.core_lexemes END AS core_lexemes,
+           medrag_without_lexemes(array_to_string(m.path || m.nemod, ', ')) AS negated,
            m.index_title || ': ' || array_to_string(m.path, ' > ') || coalesce(', ' || m.column_name, '')
                || ' -> ' || m.code AS evidence
     FROM matched m
@@ -539,7 +442,7 @@ def fetch_details(engine: Engine, release: CodeRelease, codes: Sequence[str], ki
         return {}
     params = {"release_id": release.release_id, "codes": list(codes), "kinds": list(kinds)}
     with engine.connect() as conn:
-        rows = conn.execute(text(details_statement(release.system)), params).all()
+        rows = conn.execute(_DETAILS, params).all()
     return {row.code: _code_row(release.system, row) for row in rows}
 
 

@@ -54,9 +54,10 @@ class Source(Protocol):
         ...
 
 
-def write_code_words(conn: Connection, release_id: int) -> int:
-    """Rewrite a code release's description words (medrag_code_word), which the code finder corrects spelling to."""
-    return conn.execute(text("SELECT medrag_refresh_code_words(:r)"), {"r": release_id}).scalar_one()
+def write_code_lookups(conn: Connection, release_id: int) -> None:
+    """Rewrite what the code finder reads of a code release: its description words (medrag_code_word), which
+    spelling is corrected to, and each code's stemmed wordings (medrag_code_detail), which candidates are scored by."""
+    conn.execute(text("SELECT medrag_refresh_code_words(:r), medrag_refresh_code_details(:r)"), {"r": release_id})
 
 
 def quarter_label(day: dt.date) -> str:

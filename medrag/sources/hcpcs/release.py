@@ -19,7 +19,7 @@ from medrag.core.errors import MedragError
 from medrag.ingest.archive import open_zip_safely, read_member
 from medrag.ingest.copy import copy_rows
 from medrag.ingest.links import normalise_space, page_links
-from medrag.sources.common import GetPage, LoadReport, ReleaseCandidate, RemoteFile, write_code_words
+from medrag.sources.common import GetPage, LoadReport, ReleaseCandidate, RemoteFile, write_code_lookups
 
 
 class HcpcsFormatError(MedragError):
@@ -370,7 +370,7 @@ class HcpcsSource:
         (zip_path,) = files
         records = parse_hcpcs_zip(zip_path)
         count = copy_rows(conn, "hcpcs_code", HCPCS_COLUMNS, records, constants={"release_id": release_id})
-        write_code_words(conn, release_id)
+        write_code_lookups(conn, release_id)
         return LoadReport(rows={"hcpcs_code": count})
 
 

@@ -15,7 +15,7 @@ from medrag.core.identifiers import dotted_icd10cm
 from medrag.ingest.archive import safe_extract
 from medrag.ingest.copy import copy_rows
 from medrag.ingest.links import page_links
-from medrag.sources.common import GetPage, LoadReport, ReleaseCandidate, RemoteFile, write_code_words
+from medrag.sources.common import GetPage, LoadReport, ReleaseCandidate, RemoteFile, write_code_lookups
 from medrag.sources.icd10cm.index import INDEX_ENTRY_COLUMNS, index_member_kind, index_rows, parse_index_files
 from medrag.sources.icd10cm.xmlfile import Icd10cmFormatError, parse_xml_safely
 from medrag.sources.icd10cm.xmlfile import clean_text as _clean
@@ -492,7 +492,7 @@ class Icd10cmSource:
             rows["icd10cm_index_entry"] = copy_rows(conn, "icd10cm_index_entry", INDEX_ENTRY_COLUMNS, entries,
                                                     constants=constants)
             notes["index_files"] = {index.index_name: index.source_file for index in parsed}
-        write_code_words(conn, release_id)
+        write_code_lookups(conn, release_id)
         return LoadReport(rows=rows, notes=notes)
 
 
