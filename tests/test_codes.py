@@ -127,31 +127,34 @@ def test_each_code_release_keeps_the_words_spelling_is_corrected_to(indexed_engi
 
 
 def test_each_code_release_keeps_its_codes_stemmed_wordings(indexed_engine) -> None:
-    """medrag_code_detail holds every code of every code release, written as it loads; medrag_code_details puts a
-    code's wordings and those of the codes above it together, and a rewrite leaves them as they were."""
+    """medrag_code_detail and medrag_code_term hold every code of every code release, written as it loads, and a
+    rewrite leaves them as they were."""
+    terms = text("SELECT n, text, lexemes, core, negated, filler, says_other FROM medrag_code_term "
+                 "WHERE release_id = :r AND code = :code ORDER BY n")
     with indexed_engine.begin() as conn:
         missing = conn.execute(text(
             "SELECT r.source, r.label, count(*) FROM release r "
             "JOIN (SELECT release_id, code FROM icd10cm_code UNION ALL SELECT release_id, code FROM hcpcs_code) c "
             "ON c.release_id = r.id LEFT JOIN medrag_code_detail d ON d.release_id = c.release_id AND d.code = c.code "
-            "WHERE d.code IS NULL GROUP BY r.source, r.label")).all()
+            "LEFT JOIN medrag_code_term t ON t.release_id = c.release_id AND t.code = c.code AND t.n = 0 "
+            "WHERE d.code IS NULL OR t.code IS NULL GROUP BY r.source, r.label")).all()
         icd_id = conn.execute(text("SELECT id FROM release WHERE source = 'icd10cm' AND is_current")).scalar_one()
-        read = text("SELECT * FROM medrag_code_details(:r, CAST(:codes AS text[]), CAST(:kinds AS text[]))")
-        before = {row.code: row for row in conn.execute(read, {"r": icd_id, "codes": ["E11.9", "R11.0", "T39.1X1"],
-                                                              "kinds": ["diagnosis"]})}
+        before = {code: conn.execute(terms, {"r": icd_id, "code": code}).all() for code in ("E11", "E11.9", "R11.0")}
+        detail = text("SELECT * FROM medrag_code_detail WHERE release_id = :r AND code = :code")
+        diabetes, poisoning = (conn.execute(detail, {"r": icd_id, "code": code}).one() for code in ("E11.9", "T39.1X1"))
         conn.execute(text("SELECT medrag_refresh_code_details(:r)"), {"r": icd_id})
-        after = {row.code: row for row in conn.execute(read, {"r": icd_id, "codes": ["E11.9", "R11.0", "T39.1X1"],
-                                                             "kinds": ["diagnosis"]})}
+        after = {code: conn.execute(terms, {"r": icd_id, "code": code}).all() for code in ("E11", "E11.9", "R11.0")}
     assert missing == []
-    diabetes = before["E11.9"]
-    assert diabetes.terms[0][:2] == ["Type 2 diabetes mellitus without complications", "E11.9"]
-    assert diabetes.terms[0][4] == ["complic"]  # named only in its "without" clause
-    assert ["diabetes NOS", "E11"] in [term[:2] for term in diabetes.terms]  # E11's inclusion term applies
-    inherited = next(term for term in diabetes.terms if term[0].startswith("insulin resistant diabetes"))
-    assert "mellitus" in inherited[2] and "mellitus" not in inherited[3]  # a nonessential modifier is not core
-    assert diabetes.ancestors == [["E11", ["2", "diabet", "mellitus", "type"]]]
-    assert {"endocrin", "diabet"} <= set(diabetes.headings)  # its chapter's and block's titles
-    assert [form[0] for form in before["T39.1X1"].seventh] == ["T39.1X1A", "T39.1X1D", "T39.1X1S"]
+    description = before["E11.9"][0]
+    assert description.text == "Type 2 diabetes mellitus without complications"
+    assert description.negated == ["complic"] and description.filler == ["complic"]  # "without complications"
+    assert "diabetes NOS" in [term.text for term in before["E11"]]  # what the codes under E11 inherit
+    insulin = next(term for term in before["E11"] if term.text.startswith("insulin resistant diabetes"))
+    assert "mellitus" in insulin.lexemes and "mellitus" not in insulin.core  # a nonessential modifier is not core
+    assert [(term.text, term.negated) for term in before["R11.0"]][1:] == [("Nausea NOS", None),
+                                                                            ("Nausea without vomiting", ["vomit"])]
+    assert diabetes.is_default and diabetes.says_without and diabetes.billable
+    assert [form[0] for form in poisoning.seventh] == ["T39.1X1A", "T39.1X1D", "T39.1X1S"]
     assert before == after
 
 

@@ -1,4 +1,4 @@
-"""The code finder's rules without a database: classification, the synonym table, scoring, the dev-set format."""
+"""The code finder's rules without a database: classification, the synonym table, tiers, the dev-set format."""
 
 from __future__ import annotations
 
@@ -7,22 +7,12 @@ import json
 import pytest
 
 from medrag.codes.classify import HCPCS, ICD10CM, SYSTEMS, classify, literal_codes, strip_codes
-from medrag.codes.consolidate import (
-    MIN_SCORE,
-    NOT_MEDICARE_FACTOR,
-    TIERS,
-    Candidate,
-    CandidatePool,
-    calibration,
-    lexical_match,
-    ranked,
-    specificity,
-)
+from medrag.codes.consolidate import MIN_SCORE, TIERS, Candidate, CandidatePool, calibration, ranked
 from medrag.codes.evaluation import DevSetError, read_dev_set
 from medrag.codes.finder import CodeQueryError, normalize_systems, validate_term
-from medrag.codes.plan import CodeRow, LegHit, Term
+from medrag.codes.plan import CodeRow, LegHit
 from medrag.codes.synonyms import SynonymDataError, load_clinical_synonyms, parse_clinical_synonyms
-from medrag.codes.terms import SPELLING, TYPED, Concept, TermQuery, Wording, negated_words
+from medrag.codes.terms import negated_words
 
 HEADER = "term,expansion,kind,system\n"
 
@@ -89,121 +79,15 @@ def test_malformed_synonym_tables_are_rejected(csv_text, message) -> None:
         parse_clinical_synonyms(csv_text, "test.csv")
 
 
-def _icd_row(code: str, description: str, lexemes: set[str], *, billable: bool = True, children: bool = False,
-             extra: list[Term] | None = None, ancestors=()) -> CodeRow:
-    return CodeRow(ICD10CM, code, description, billable, None, None, "diagnosis", children, False,
-                   (Term(description, code, frozenset(lexemes), frozenset(lexemes)), *(extra or [])),
-                   tuple(ancestors))
-
-
-def _query(*concepts: tuple[str, set[str]]) -> TermQuery:
-    query = TermQuery(" ".join(text for text, _ in concepts))
-    for text, lexemes in concepts:
-        query.concepts.append(Concept(tuple(text.split()), [Wording(tuple(text.split()), frozenset(lexemes), TYPED)],
-                                      frozenset(SYSTEMS)))
-    return query
-
-
-def test_lexical_match_rewards_coverage_then_precision() -> None:
-    query = _query(("diabetes", {"diabet"}))
-    short = _icd_row("E23.2", "Diabetes insipidus", {"diabet", "insipidus"})
-    long = _icd_row("E11.620", "Type 2 diabetes mellitus with diabetic dermatitis",
-                    {"type", "2", "diabet", "mellitus", "dermat"})
-    unrelated = _icd_row("I10", "Essential (primary) hypertension", {"essenti", "primari", "hypertens"})
-    assert lexical_match(short, query).score > lexical_match(long, query).score > 0
-    assert lexical_match(unrelated, query).coverage == 0
-
-
-def test_the_number_of_a_hyphenated_name_is_not_a_word_the_term_leaves_unexplained() -> None:
-    """PostgreSQL reads "COVID-19" as covid and -19: "covid" explains all of it, but not all of "Long COVID"."""
-    query = _query(("covid", {"covid"}))
-    covid = _icd_row("U07.1", "COVID-19", {"covid", "-19"})
-    long_covid = _icd_row("U09.9", "Long COVID", {"covid", "long"})
-    assert lexical_match(covid, query).score == 1.0
-    assert lexical_match(long_covid, query).score < 1.0
-
-
-def test_a_without_clause_covers_nothing_in_any_wording() -> None:
-    query = _query(("nausea", {"nausea"}), ("vomiting", {"vomit"}))
-    nausea = _icd_row("R11.0", "Nausea", {"nausea"}, extra=[
-        Term("Nausea without vomiting", "R11.0", frozenset({"nausea", "vomit", "without"}),
-             frozenset({"nausea", "vomit", "without"}), negated=frozenset({"vomit"}))])
-    both = _icd_row("R11.2", "Nausea with vomiting, unspecified", {"nausea", "vomit", "unspecifi"})
-    assert lexical_match(nausea, query).coverage == 0.5
-    assert lexical_match(both, query).coverage == 1.0
-    asks_without = _query(("nausea", {"nausea"}), ("without", {"without"}), ("vomiting", {"vomit"}))
-    assert lexical_match(nausea, asks_without).coverage == 1.0  # "nausea without vomiting" asks for it
-
-
-def test_what_the_description_excludes_no_other_wording_covers() -> None:
-    """I11.9's Index entry (Hypertension > heart) carries the alias "Failure, heart, with hypertension"; the code
-    is still "without heart failure"."""
-    query = _query(("hypertensive", {"hypertens"}), ("heart", {"heart"}), ("failure", {"failur"}))
-    lexemes = frozenset({"hypertens", "heart", "diseas", "without", "failur"})
-    without = CodeRow(ICD10CM, "I11.9", "Hypertensive heart disease without heart failure", True, None, None,
-                      "diagnosis", False, False,
-                      (Term("Hypertensive heart disease without heart failure", "I11.9", lexemes, lexemes,
-                            negated=frozenset({"failur"})),))
-    index = Term("Index: Hypertension, hypertensive > heart -> I11.9", "I11.9",
-                 frozenset({"hypertens", "heart", "failur"}), frozenset({"hypertens", "heart"}))
-    assert lexical_match(without, query, (index,)).coverage == pytest.approx(2 / 3)
-
-
-def test_inherited_nos_term_makes_the_default_child_win() -> None:
-    query = _query(("diabetes", {"diabet"}))
-    nos = Term("diabetes NOS", "E11", frozenset({"diabet", "nos"}), frozenset({"diabet", "nos"}))
-    ancestors = (("E11", frozenset({"type", "2", "diabet", "mellitus"})),)
-    default = _icd_row("E11.9", "Type 2 diabetes mellitus without complications",
-                       {"type", "2", "diabet", "mellitus", "without", "complic"}, extra=[nos], ancestors=ancestors)
-    specific = _icd_row("E11.620", "Type 2 diabetes mellitus with diabetic dermatitis",
-                        {"type", "2", "diabet", "mellitus", "dermat"}, extra=[nos], ancestors=ancestors)
-    default_match, specific_match = lexical_match(default, query), lexical_match(specific, query)
-    assert default_match.term == "diabetes NOS" and default_match.nos_default
-    assert default_match.score > specific_match.score
-    assert specificity(default, query, False, default_match) == 1.0
-
-
-def test_spelling_corrections_count_a_little_less() -> None:
-    query = TermQuery("tuberculosus")
-    query.concepts.append(Concept(("tuberculosus",), [
-        Wording(("tuberculosus",), frozenset({"tuberculosus"}), TYPED),
-        Wording(("tuberculosis",), frozenset({"tuberculosi"}), SPELLING)], frozenset(SYSTEMS)))
-    row = _icd_row("A15.0", "Tuberculosis of lung", {"tuberculosi", "lung"})
-    assert lexical_match(row, query).coverage == pytest.approx(0.9)
-
-
-def test_headers_and_unrequested_codes_are_less_specific() -> None:
-    query = _query(("wheelchair", {"wheelchair"}))
-    header = _icd_row("E11", "Type 2 diabetes mellitus", {"diabet"}, billable=False, children=True)
-    assert specificity(header, query, False) < 0.5
-    modifier = CodeRow(HCPCS, "KA", "Add on option/accessory for wheelchair", None, None, None, "modifier", False,
-                       False, (Term("Add on option/accessory for wheelchair", "KA", frozenset(), frozenset()),))
-    assert specificity(modifier, query, wants_modifiers=False) < specificity(modifier, query, wants_modifiers=True)
-    pregnancy = _icd_row("O24.419", "Gestational diabetes mellitus in pregnancy, unspecified control", {"diabet"})
-    assert specificity(pregnancy, _query(("diabetes", {"diabet"})), False) < 0.8
-    assert specificity(pregnancy, _query(("pregnancy diabetes", {"pregnanc", "diabet"})), False) == 1.0
-
-
-def test_a_code_medicare_does_not_pay_is_less_specific() -> None:
-    """S0285 (coverage code I: a private payer's colonoscopy consultation) below G0121 for a Medicare claim."""
-    query = _query(("screening colonoscopy", {"screen", "colonoscopi"}))
-
-    def hcpcs(code: str, description: str, medicare_valid: bool) -> CodeRow:
-        return CodeRow(HCPCS, code, description, None, None, None, "procedure", False, False,
-                       (Term(description, code, frozenset(), frozenset()),), medicare_valid=medicare_valid)
-
-    medicare = hcpcs("G0121", "Colorectal cancer screening; colonoscopy on individual not meeting criteria", True)
-    other_payer = hcpcs("S0285", "Colonoscopy consultation performed prior to a screening colonoscopy", False)
-    assert specificity(other_payer, query, False) == pytest.approx(specificity(medicare, query, False)
-                                                                   * NOT_MEDICARE_FACTOR)
-    assert specificity(other_payer, query, False) < specificity(medicare, query, False)
+def _icd_row(code: str, description: str, *, billable: bool = True, children: bool = False) -> CodeRow:
+    return CodeRow(ICD10CM, code, description, billable, None, None, "diagnosis", children)
 
 
 def test_tiers_and_header_deduplication() -> None:
     pool = CandidatePool()
-    rows = {"E11": _icd_row("E11", "Type 2 diabetes mellitus", {"diabet"}, billable=False, children=True),
-            "E11.9": _icd_row("E11.9", "Type 2 diabetes mellitus without complications", {"diabet"}),
-            "E10.9": _icd_row("E10.9", "Type 1 diabetes mellitus without complications", {"diabet"})}
+    rows = {"E11": _icd_row("E11", "Type 2 diabetes mellitus", billable=False, children=True),
+            "E11.9": _icd_row("E11.9", "Type 2 diabetes mellitus without complications"),
+            "E10.9": _icd_row("E10.9", "Type 1 diabetes mellitus without complications")}
     for code in rows:
         pool.add(ICD10CM, code, LegHit("words", 1, 1.0))
     pool.add(ICD10CM, "X99.9", LegHit("words", 2, 1.0))  # not in the tables: never becomes a candidate
@@ -262,15 +146,6 @@ def test_dev_set_format_is_checked(tmp_path) -> None:
 ])
 def test_negated_words_reach_to_the_end_of_their_clause(term, negated) -> None:
     assert negated_words(term) == negated
-
-
-def test_sides_are_read_from_lexemes() -> None:
-    from medrag.codes.consolidate import sides_of
-
-    assert sides_of(frozenset({"bilater", "knee"})) == {"both"}
-    assert sides_of(frozenset({"left", "right"})) == {"left", "right", "both"}  # left and right together: both
-    assert sides_of(frozenset({"unilater", "right"})) == {"one", "right"}
-    assert sides_of(frozenset({"knee", "pain"})) == frozenset()
 
 
 @pytest.mark.parametrize(("term", "encounter", "searched"), [

@@ -1,38 +1,26 @@
 """Candidates from every lookup, deduplicated and scored: a score that ranks, a calibrated confidence, tiers.
 
-score = (0.60 lexical + 0.05 rank + 0.20 specificity + 0.15 semantic similarity) x routing prior, where
-
-- lexical: coverage x (0.4 + 0.6 precision) of the code's best wording (its description, an inclusion term, or
-  a term of a code above it). Coverage is the share of the term's concepts found in the wording (a word after
-  "without" does not count); precision the share of the wording's content the term explains (nonessential
-  modifiers in parentheses and filler such as "NOS" set aside; "Other ..." residual codes and, through an
-  inherited wording, what the code adds to that ancestor count as unexplained);
-  a HCPCS description that starts with the term's head noun gets a little more;
-- rank: the code's place after reciprocal-rank fusion of the lookups that found it;
-- specificity: a billable leaf (the "unspecified" / "without" / NOS default above its siblings), a HCPCS code
-  listed in an LCD; against headers, pregnancy and newborn codes for a term that mentions neither, "not
-  otherwise classified" codes, accessories and quality-reporting codes nobody asked for, unrequested modifiers,
-  HCPCS codes Medicare does not pay at all (coverage code I: another payer's);
-- semantic: cosine similarity of the term and the code's document embedding. Without embeddings the other
-  weights are scaled up to sum to one.
-
-A code needs evidence: at least half of the term in its wording, or (without that) a close embedding, and then its
-score is capped. The confidence shown is the probability that a coder accepts the code, from the score and the
-code's distance to its system's best (Calibration, fitted on the dev set by codes/fit.py); a code written in the
-term and found in the tables is exact (confidence 1).
+PostgreSQL scores the candidates (medrag_score_codes in sql/codes.sql, which says what the score weighs): one
+set statement per system and round over the codes' stored details, so that psql and the finder can rank codes by one
+implementation. The numbers it weighs evidence by are named here and rendered into generated.sql
+(medrag_code_settings). The confidence shown is the probability that a coder accepts the code, from the score and the
+code's distance to its system's best (Calibration, fitted on the dev set by codes/fit.py); a code written in the term
+and found in the tables is exact (confidence 1).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
+from functools import cache
 from pathlib import Path
 
+from sqlalchemy import Engine, text
+
 from medrag.codes.classify import HCPCS, ICD10CM
-from medrag.codes.plan import CodeRow, LegHit, Term
+from medrag.codes.plan import CodeRelease, CodeRow, LegHit, Term
 from medrag.codes.terms import Concept, TermQuery
 from medrag.sources.hcpcs.categories import hcpcs_category_ranges
 
@@ -72,15 +60,7 @@ INHERITED_TERM_FACTOR = 0.95
 # an expected code, fell behind an injection); at 0.8 no holdout term moved.
 NOT_MEDICARE_FACTOR = 0.8
 HEAD_NOUN_BONUS = 0.05
-_DEFAULT_CODE = re.compile(r"(,\s*unspecified\b|\bunspecified\s*$|^unspecified\b|without complications?\b|"
-                           r"\buncomplicated\b|\bnot specified\b|\bNOS\b)", re.IGNORECASE)
-# "without ..." is the default of its "with ..." siblings (K80.20 "... without obstruction").
-_WITHOUT = re.compile(r"\bwithout\b", re.IGNORECASE)
-_OTHER = re.compile(r"\bother\b", re.IGNORECASE)
-_NOT_OTHERWISE = re.compile(r"not otherwise (classified|specified)|\bunlisted\b|\bmiscellaneous\b", re.IGNORECASE)
-_ACCESSORY = re.compile(r"\b(accessory|accessories|attachment|replacement|component|for use with|used with|add-on|"
-                        r"each additional)\b", re.IGNORECASE)
-# Words that ask for what the penalties above set aside.
+# Words that ask for what the specificity penalties set aside.
 _ASKS_FOR = {
     "accessory": frozenset({"accessori", "attach", "replac", "compon", "part", "add-on", "addit"}),
     "reporting": frozenset({"qualiti", "measur", "report", "document", "mip", "pqrs"}),
@@ -95,11 +75,6 @@ def _reporting_ranges() -> tuple[tuple[str, str], ...]:
     """HCPCS ranges of quality-measure and functional-limitation reporting codes (hcpcs_categories.csv)."""
     return tuple((item.first_code, item.last_code) for item in hcpcs_category_ranges()
                  if "reporting" in item.category.lower())
-
-
-def is_reporting_code(code: str) -> bool:
-    """A HCPCS code that reports a quality measure or functional limitation rather than an item or service."""
-    return any(first <= code <= last for first, last in _reporting_ranges())
 
 
 @dataclass
@@ -118,6 +93,7 @@ class Candidate:
     specificity: float = 0.0
     semantic: float | None = None
     prior: float = 1.0
+    is_default: bool = False  # an "unspecified" / "without complications" / NOS ICD-10-CM code
     score: float = 0.0  # the weighted evidence: what ranks codes and decides which are listed
     behind: float = 0.0  # how far the score is below the best score of its system
 
@@ -211,222 +187,10 @@ class CandidatePool:
         return len(self.candidates)
 
 
-# ICD-10-CM filler and the lexemes it contributes: "without complications", "not elsewhere classified",
-# "Pneumonia, unspecified organism" say what is not known, not what the code is.
-_FILLER = (
-    (re.compile(r"without complications?", re.IGNORECASE), frozenset({"complic"})),
-    (re.compile(r"not elsewhere classified", re.IGNORECASE), frozenset({"elsewher", "classifi"})),
-    (re.compile(r"not otherwise specified", re.IGNORECASE), frozenset({"otherwis", "specifi"})),
-    (re.compile(r"site not specified", re.IGNORECASE), frozenset({"site", "specifi"})),
-    (re.compile(r"\bnot specified\b", re.IGNORECASE), frozenset({"specifi"})),
-)
-_UNSPECIFIED_WHAT = re.compile(r",\s*unspecified\s+(organism|site|type|part|severity|stage|region|side|cause|"
-                               r"laterality)\b", re.IGNORECASE)
-_UNSPECIFIED_LEXEME = {"organism": "organ", "severity": "sever", "cause": "caus", "laterality": "later"}
-
-
-@lru_cache(maxsize=65_536)
-def _filler(text: str) -> frozenset[str]:
-    found = set()
-    for pattern, lexemes in _FILLER:
-        if pattern.search(text):
-            found |= lexemes
-    for word in _UNSPECIFIED_WHAT.findall(text):
-        found.add(_UNSPECIFIED_LEXEME.get(word.lower(), word.lower()))
-    return frozenset(found)
-
-
-@lru_cache(maxsize=65_536)
-def _mentions_other(text: str) -> bool:
-    return _OTHER.search(text) is not None
-
-
-def _is_number(lexeme: str) -> bool:
-    # PostgreSQL's parser reads the "-19" of "COVID-19" as a signed number.
-    return lexeme.lstrip("-").isdigit()
-
-
-@lru_cache(maxsize=262_144)  # a code's wordings are scored again in every round and every search that finds it
-def _content(lexemes: frozenset[str], numbers_count: bool, text: str = "") -> frozenset[str]:
-    filler = _filler(text) if text else frozenset()
-    return frozenset(lexeme for lexeme in lexemes if lexeme not in NEUTRAL_LEXEMES and lexeme not in filler
-                     and (numbers_count or not _is_number(lexeme)))
-
-
-def _concept_coverage(concept: Concept, lexemes: frozenset[str]) -> float:
-    best = 0.0
-    for wording in concept.wordings:
-        if wording.lexemes:
-            best = max(best, wording.weight * len(wording.lexemes & lexemes) / len(wording.lexemes))
-    return best
-
-
-@dataclass(frozen=True)
-class LexicalMatch:
-    """How a code's best wording matches the term."""
-
-    score: float = 0.0
-    coverage: float = 0.0
-    term: str = ""
-    nos_default: bool = False  # the term is a "... NOS" wording of the code or a code above it
-    head_match: bool = False  # a HCPCS description names the term's head noun first
-
-
-@dataclass(frozen=True)
-class QueryFacts:
-    """What scoring reads of a term, worked out once per scoring pass rather than once per candidate."""
-
-    lexemes: frozenset[str]  # every lexeme the term affirms
-    explained: frozenset[str]  # lexemes a code's wording may contain and still be explained by the term
-    numbers_count: bool  # the term has a number, so a code's numbers are content
-    asks_other: bool  # the term says "other"
-    asks_without: bool  # the term says "without": a code's "without" clause covers its words
-
-
-def query_facts(query: TermQuery) -> QueryFacts:
-    """The facts of a term's current concepts."""
-    lexemes = query.all_lexemes()
-    return QueryFacts(lexemes, query.explained_lexemes(), any(_is_number(lexeme) for lexeme in lexemes),
-                      "other" in query.text.lower().split(), "without" in lexemes)
-
-
-def _reference(row: CodeRow, source: str) -> frozenset[str]:
-    """Lexemes of the descriptions of `source` (an ancestor of row) and the codes above it."""
-    return frozenset().union(*(lexemes for code, lexemes in row.ancestors if source.startswith(code)))
-
-
-def lexical_match(row: CodeRow, query: TermQuery, extra_terms: tuple[Term, ...] = (),
-                  facts: QueryFacts | None = None) -> LexicalMatch:
-    """The best wording of a code for the term's concepts of the code's system (see the module docstring).
-
-    extra_terms are wordings found outside the code's table row (the Index entry that led to it); facts, the term's
-    query_facts when the caller scores many codes.
-    """
-    focus, context = query.focus(row.system), query.context(row.system)
-    if not focus or not row.terms:
-        return LexicalMatch()
-    facts = facts or query_facts(query)
-    explained_by_query, numbers_count, asks_other = facts.explained, facts.numbers_count, facts.asks_other
-    # Words a wording names only in its "without" clause ("Vomiting without nausea") cover none of the term's, nor
-    # do those the description excludes, whatever another wording of the code says (an Index entry's aliases).
-    asks_without = facts.asks_without
-    excluded = row.terms[0].negated
-    description_content = _content(row.terms[0].core, numbers_count, row.terms[0].text)
-    best = LexicalMatch()
-    nos_default = False
-    for index, term in enumerate(row.terms + extra_terms):
-        inherited = term.source != row.code
-        lexemes = term.lexemes if asks_without else term.lexemes - term.negated - excluded
-        coverage = sum(_concept_coverage(concept, lexemes) for concept in focus) / len(focus)
-        content = _content(term.core, numbers_count, term.text)
-        explained = len(content & explained_by_query)
-        unexplained = len(content) - explained
-        if inherited:
-            unexplained += len(description_content - _reference(row, term.source) - explained_by_query)
-        if not asks_other and _mentions_other(row.display if index == 0 or inherited else term.text):
-            unexplained += 1
-        precision = explained / (explained + unexplained) if explained + unexplained else 1.0
-        score = coverage * (0.4 + 0.6 * precision) * (INHERITED_TERM_FACTOR if inherited else 1.0)
-        if "nos" in term.lexemes and content and content <= explained_by_query:
-            nos_default = True
-        if (score, coverage) > (best.score, best.coverage):
-            best = LexicalMatch(score, coverage, term.text)
-    score = best.score
-    # HCPCS descriptions name the item first ("External ambulatory infusion pump, insulin"): the term's last word,
-    # its head noun, there means the code is that item rather than something for it.
-    head_match = row.system == HCPCS and best.coverage > 0 and _concept_coverage(focus[-1], row.head) > 0
-    if head_match:
-        score = min(1.0, score + HEAD_NOUN_BONUS)
-    if context and best.coverage > 0:
-        matched = sum(1 for concept in context if _concept_coverage(concept, row.lexemes) > 0)
-        score = min(1.0, score + 0.05 * matched / len(context))
-    return LexicalMatch(score, best.coverage, best.term, nos_default, head_match)
-
-
 # The side a wording names, by lexeme: a code of another side than the term's is another code ("Hearing aid,
 # monaural" for "hearing aids for both ears", "... left knee" for "right knee").
 SIDE_LEXEMES = {"left": "left", "left-sid": "left", "right": "right", "right-sid": "right", "bilater": "both",
                 "binaur": "both", "unilater": "one", "monaur": "one"}
-
-
-def sides_of(lexemes: frozenset[str]) -> frozenset[str]:
-    """The sides lexemes name: left, right, both, one; "left" and "right" together are both."""
-    sides = {SIDE_LEXEMES[lexeme] for lexeme in lexemes if lexeme in SIDE_LEXEMES}
-    return frozenset(sides | {"both"} if {"left", "right"} <= sides else sides)
-
-
-def _side_fits(side: str, asked: frozenset[str]) -> bool:
-    return side in asked or (side == "one" and bool(asked & {"left", "right"})) \
-        or (side in ("left", "right") and "one" in asked)
-
-
-def contradicts(row: CodeRow, query: TermQuery, asked_sides: frozenset[str] = frozenset()) -> bool:
-    """The code's description or the titles it is classified under name what the term says is not so ("Alcoholic
-    fatty liver" for "fatty liver not caused by alcohol", chapter "Injury, poisoning ..." for "shoulder pain, no
-    injury"), or a side the term does not ("monaural" for "both ears"); what the description names only after
-    "without" does not count."""
-    description = row.terms[0] if row.terms else None
-    if description is None:
-        return False
-    named = (description.lexemes - description.negated) | row.headings
-    if asked_sides and not all(_side_fits(side, asked_sides) for side in sides_of(named)):
-        return True
-    return any(_concept_coverage(concept, named) > 0 for concept in query.negations())
-
-
-def _asks_for(facts: QueryFacts, what: str) -> bool:
-    return bool(facts.lexemes & _ASKS_FOR[what])
-
-
-def specificity(row: CodeRow, query: TermQuery, wants_modifiers: bool, match: LexicalMatch | None = None,
-                facts: QueryFacts | None = None) -> float:
-    """How reportable and specific a code is for the term, 0-1 (see the module docstring)."""
-    facts = facts or query_facts(query)
-    if row.system == ICD10CM:
-        if not row.billable and not row.seventh:  # a code reported with a 7th character counts as billable
-            value = 0.3
-        elif _DEFAULT_CODE.search(row.display) or (match is not None and match.nos_default):
-            value = 1.0
-        else:
-            value = 0.9 if _WITHOUT.search(row.display) else 0.8
-        if (row.code.startswith("O") and not _asks_for(facts, "maternity")) or \
-                (row.code.startswith("P") and not _asks_for(facts, "newborn")):
-            value *= 0.6
-        return value
-    if row.kind == "modifier":
-        return 0.9 if wants_modifiers else 0.3
-    if is_reporting_code(row.code) and not _asks_for(facts, "reporting"):
-        return 0.4
-    # "Tubing, used with suction pump": something for the item, unless the description starts with the item.
-    head_match = match is not None and match.head_match
-    if _ACCESSORY.search(row.display) and not head_match and not _asks_for(facts, "accessory"):
-        return 0.55
-    if _NOT_OTHERWISE.search(row.display):
-        value = 0.6
-    else:
-        value = 1.0 if row.listed_in_lcd else 0.85
-    # medrag answers Medicare's rules: a code Medicare does not recognise (S0285, a private payer's colonoscopy
-    # consultation) is not what a Medicare claim reports for the service
-    return value if row.medicare_valid else value * NOT_MEDICARE_FACTOR
-
-
-def is_default_code(row: CodeRow) -> bool:
-    """An 'unspecified' / 'without complications' / NOS code: what an unqualified term is coded to."""
-    return row.system == ICD10CM and bool(_DEFAULT_CODE.search(row.display))
-
-
-def _rank_scores(candidates: list[Candidate]) -> None:
-    fused = {candidate.key: sum(LEG_WEIGHTS[hit.leg] / (RRF_K + hit.rank) for hit in candidate.hits.values())
-             for candidate in candidates}
-    ordered = sorted(candidates, key=lambda candidate: (-fused[candidate.key], candidate.row.code))
-    for position, candidate in enumerate(ordered):
-        candidate.rank = 1.0 / (1.0 + position / 10.0)
-
-
-def _semantic(similarity: float | None) -> float | None:
-    if similarity is None:
-        return None
-    return max(0.0, min(1.0, (similarity - SIMILARITY_FLOOR) / (SIMILARITY_TOP - SIMILARITY_FLOOR)))
 
 
 def routing_priors(scores: dict[str, float]) -> dict[str, float]:
@@ -441,44 +205,88 @@ def routing_priors(scores: dict[str, float]) -> dict[str, float]:
     return {system: 1.0 - ROUTING_PRIOR_WEIGHT * (1.0 - score / strongest) for system, score in scores.items()}
 
 
-def score_candidates(pool: CandidatePool, query: TermQuery, *, wants_modifiers: bool,
-                     semantic_systems: set[str], priors: dict[str, float] | None = None) -> None:
-    """Compute every candidate's features and score in place (candidates without evidence get 0)."""
-    facts = query_facts(query)
-    asked_sides = sides_of(query.explained_lexemes())
-    for system in (ICD10CM, HCPCS):
-        candidates = pool.of(system)
-        _rank_scores(candidates)
-        prior = (priors or {}).get(system, 1.0)
-        for candidate in candidates:
-            candidate.prior = prior
-            match = lexical_match(candidate.row, query, candidate.index_terms(), facts)
-            candidate.lexical, candidate.coverage, candidate.best_term = match.score, match.coverage, match.term
-            candidate.specificity = specificity(candidate.row, query, wants_modifiers, match, facts)
-            # A code whose document has no vector yet (embedding still running) is scored as without vectors.
-            has_semantic = system in semantic_systems and candidate.similarity is not None
-            candidate.semantic = _semantic(candidate.similarity) if has_semantic else None
-            if candidate.exact:
-                candidate.score = 1.0
+_SCORE = text("SELECT * FROM medrag_score_codes(:release_id, CAST(:kinds AS text[]), CAST(:candidates AS jsonb), "
+              "CAST(:term AS jsonb))")
+
+
+def score_candidates(engine: Engine, releases: dict[str, CodeRelease], pool: CandidatePool, query: TermQuery, *,
+                     kinds: dict[str, Sequence[str]], wants_modifiers: bool, semantic_systems: set[str],
+                     priors: dict[str, float] | None = None) -> None:
+    """Compute every candidate's features and score in place (candidates without evidence get 0), in PostgreSQL."""
+    with engine.connect() as conn:
+        for system in (ICD10CM, HCPCS):
+            candidates = {candidate.row.code: candidate for candidate in pool.of(system)}
+            if not candidates:
                 continue
-            if contradicts(candidate.row, query, asked_sides):
-                candidate.score = 0.0
-                continue
-            total = (WEIGHTS["lexical"] * candidate.lexical + WEIGHTS["rank"] * candidate.rank
-                     + WEIGHTS["specificity"] * candidate.specificity)
-            if has_semantic:
-                total += WEIGHTS["semantic"] * (candidate.semantic or 0.0)
-            else:
-                total /= 1.0 - WEIGHTS["semantic"]
-            if candidate.coverage < MIN_COVERAGE:
-                # Less than half of the term in the code's wording ("xyzzy plugh" -> "Stoma plug") is a guess,
-                # unless the embedding says the code means the term.
-                strong = has_semantic and (candidate.similarity or 0.0) >= STRONG_SIMILARITY
-                total = min(total, SEMANTIC_ONLY_CAP) if strong else 0.0
-            candidate.score = round(min(1.0, total) * prior, 3)
-        best = max((candidate.score for candidate in candidates), default=0.0)
-        for candidate in candidates:
-            candidate.behind = round(best - candidate.score, 3)
+            prior = (priors or {}).get(system, 1.0)
+            term = term_json(query, system, wants_modifiers=wants_modifiers, prior=prior,
+                             semantic=system in semantic_systems)
+            rows = conn.execute(_SCORE, {
+                "release_id": releases[system].release_id, "kinds": list(kinds[system]), "term": json.dumps(term),
+                "candidates": json.dumps([candidate_json(candidate) for candidate in candidates.values()])})
+            for row in rows:
+                candidate = candidates[row.code]
+                candidate.prior, candidate.is_default = prior, row.is_default
+                candidate.lexical, candidate.coverage, candidate.best_term = row.lexical, row.coverage, row.best_term
+                candidate.rank, candidate.specificity, candidate.semantic = row.rank, row.specificity, row.semantic
+                candidate.score, candidate.behind = row.score, row.behind
+
+
+def _wordings(concept: Concept) -> list[list]:
+    return [[wording.weight, sorted(wording.lexemes)] for wording in concept.wordings]
+
+
+def term_json(query: TermQuery, system: str, *, wants_modifiers: bool, prior: float, semantic: bool) -> dict:
+    """What medrag_score_codes reads of a term's current concepts, for the codes of one system."""
+    return {"system": system, "focus": [_wordings(concept) for concept in query.focus(system)],
+            "context": [_wordings(concept) for concept in query.context(system)],
+            "negations": [_wordings(concept) for concept in query.negations()],
+            "lexemes": sorted(query.all_lexemes()), "explained": sorted(query.explained_lexemes()),
+            "asks_other": "other" in query.text.lower().split(), "wants_modifiers": wants_modifiers,
+            "prior": prior, "semantic": semantic}
+
+
+def candidate_json(candidate: Candidate) -> dict:
+    """What medrag_score_codes reads of a candidate besides its code's details: how the lookups found it."""
+    index = [[term.text, term.source, sorted(term.lexemes), sorted(term.core), sorted(term.negated)]
+             for term in candidate.index_terms()]
+    return {"code": candidate.row.code, "exact": candidate.exact, "similarity": candidate.similarity,
+            "hits": [[hit.leg, hit.rank] for hit in candidate.hits.values()], "index": index[0] if index else None}
+
+
+def code_settings_sql() -> str:
+    """medrag_code_settings(): the numbers and word lists medrag_score_codes (sql/codes.sql) weighs evidence by,
+    rendered from this module into generated.sql."""
+    def literal(value: object) -> str:
+        return "'" + json.dumps(value).replace("'", "''") + "'::jsonb"
+
+    floats = {"lexical_weight": WEIGHTS["lexical"], "rank_weight": WEIGHTS["rank"],
+              "specificity_weight": WEIGHTS["specificity"], "semantic_weight": WEIGHTS["semantic"],
+              "similarity_floor": SIMILARITY_FLOOR, "similarity_top": SIMILARITY_TOP,
+              "strong_similarity": STRONG_SIMILARITY, "semantic_only_cap": SEMANTIC_ONLY_CAP,
+              "min_coverage": MIN_COVERAGE, "inherited_term_factor": INHERITED_TERM_FACTOR,
+              "not_medicare_factor": NOT_MEDICARE_FACTOR, "head_noun_bonus": HEAD_NOUN_BONUS}
+    columns = [f"{value!r}::float8 AS {name}" for name, value in floats.items()]
+    columns += [f"{RRF_K} AS rrf_k", f"{literal(LEG_WEIGHTS)} AS leg_weights",
+                "ARRAY[" + ", ".join(f"'{lexeme}'" for lexeme in sorted(NEUTRAL_LEXEMES))
+                + "]::text[] AS neutral_lexemes",
+                f"{literal({what: sorted(words) for what, words in _ASKS_FOR.items()})} AS asks_for",
+                f"{literal(SIDE_LEXEMES)} AS side_lexemes",
+                f"{literal([list(pair) for pair in _reporting_ranges()])} AS reporting_ranges"]
+    body = ",\n           ".join(columns)
+    return f"""
+-- The numbers and word lists of the code finder's scoring (medrag/codes/consolidate.py renders this function)
+CREATE OR REPLACE FUNCTION medrag_code_settings()
+RETURNS TABLE (lexical_weight float8, rank_weight float8, specificity_weight float8, semantic_weight float8,
+               similarity_floor float8, similarity_top float8, strong_similarity float8, semantic_only_cap float8,
+               min_coverage float8, inherited_term_factor float8, not_medicare_factor float8, head_noun_bonus float8,
+               rrf_k integer, leg_weights jsonb, neutral_lexemes text[], asks_for jsonb, side_lexemes jsonb,
+               reporting_ranges jsonb)
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT {body}
+$$;
+"""
 
 
 @dataclass(frozen=True)
@@ -506,7 +314,7 @@ def calibration(path: Path = CONFIDENCE_MODEL_FILE) -> Calibration:
 
 
 def _sort_key(candidate: Candidate) -> tuple:
-    return (-candidate.score, not is_default_code(candidate.row), candidate.row.code)
+    return (-candidate.score, not candidate.is_default, candidate.row.code)
 
 
 def ranked(pool: CandidatePool, system: str) -> list[Candidate]:

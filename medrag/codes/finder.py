@@ -523,8 +523,9 @@ class _Search:
                     candidate.similarity_read = True
 
     def _reflect(self) -> Decision:
-        score_candidates(self.pool, self.query, wants_modifiers=self.classification.wants_modifiers,
-                         semantic_systems=self.semantic_systems, priors=self.priors)
+        score_candidates(self.finder.engine, self.releases, self.pool, self.query, kinds=ALL_KINDS,
+                         wants_modifiers=self.classification.wants_modifiers, semantic_systems=self.semantic_systems,
+                         priors=self.priors)
         decision = reflect(self.pool, self.query, self.systems, state=self.state, synonyms=self.finder.synonyms,
                            priors=self.priors)
         for system in self.systems:

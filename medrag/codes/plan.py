@@ -74,7 +74,7 @@ class SeventhCharacter:
 
 @dataclass(frozen=True)
 class CodeRow:
-    """One code as the tables describe it: display, billable flag, parent, and its wordings with lexemes."""
+    """One code as the finder shows it and reflects on it (PostgreSQL scores it: sql/codes.sql)."""
 
     system: str
     code: str
@@ -84,22 +84,9 @@ class CodeRow:
     parent_display: str | None
     kind: str
     has_children: bool
-    listed_in_lcd: bool
-    terms: tuple[Term, ...]  # terms[0] is the description
-    ancestors: tuple[tuple[str, frozenset[str]], ...] = ()  # (code, description lexemes) of the codes above it
-    head: frozenset[str] = frozenset()  # lexemes of the description up to its first comma ("Walker, rigid ...")
-    # Lexemes of the titles of its Tabular chapter and block ("Injury, poisoning and certain other consequences of
-    # external causes", "Injuries to the shoulder and upper arm"): what every code under them is about.
-    headings: frozenset[str] = frozenset()
+    lexemes: frozenset[str] = frozenset()  # every lexeme of its wordings and of the inclusion terms above it
     # The billable codes a 7th character makes of it (T39.1X1 -> T39.1X1A, D, S), in the Tabular's order.
     seventh: tuple[SeventhCharacter, ...] = ()
-    # False when the release says Medicare does not pay the code at all (HCPCS coverage code I): another payer's.
-    medicare_valid: bool = True
-
-    @property
-    def lexemes(self) -> frozenset[str]:
-        """Every lexeme of every wording."""
-        return frozenset().union(*(term.lexemes for term in self.terms))
 
 
 @dataclass(frozen=True)
@@ -447,15 +434,10 @@ def fetch_details(engine: Engine, release: CodeRelease, codes: Sequence[str], ki
 
 
 def _code_row(system: str, row: Any) -> CodeRow:
-    terms = tuple(Term(text, source, frozenset(lexemes), frozenset(core), frozenset(negated))
-                  for text, source, lexemes, core, negated in (row.terms or []))
-    ancestors = tuple((code, frozenset(lexemes)) for code, lexemes in (row.ancestors or []))
     return CodeRow(
         system=system, code=row.code, display=row.display or row.code, billable=row.billable,
         parent=row.parent_code, parent_display=row.parent_display, kind=row.kind, has_children=row.has_children,
-        listed_in_lcd=row.listed_in_lcd, medicare_valid=row.medicare_valid, terms=terms, ancestors=ancestors,
-        head=frozenset(row.head or ()), headings=frozenset(row.headings or ()),
-        seventh=tuple(SeventhCharacter(*form) for form in (row.seventh or [])),
+        lexemes=frozenset(row.lexemes or ()), seventh=tuple(SeventhCharacter(*form) for form in (row.seventh or [])),
     )
 
 

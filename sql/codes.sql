@@ -1,0 +1,358 @@
+-- The code finder's scoring (medrag/codes/consolidate.py sends the candidates its lookups found; every statement is
+-- CREATE OR REPLACE). A repeatable script like sql/search.sql: medrag.core.migrate runs it whenever it changes. The
+-- numbers it weighs evidence by are named in Python and rendered into generated.sql (medrag_code_settings); the
+-- details it reads (medrag_code_detail) are written by the loaders (revision 0025 says what each column holds).
+--
+-- score = (lexical_weight x lexical + rank_weight x rank + specificity_weight x specificity + semantic_weight x
+-- semantic) x routing prior, where
+-- - lexical: coverage x (0.4 + 0.6 precision) of the code's best wording (its description, an inclusion term, a term
+--   of a code above it, or the Index entry that led to it). Coverage is the share of the term's concepts found in the
+--   wording (a word the wording names only after "without" does not count); precision the share of the wording's
+--   content the term explains (nonessential modifiers in parentheses and filler such as "NOS" set aside; "Other ..."
+--   residual codes and, through an inherited wording, what the code adds to that ancestor count as unexplained); a
+--   HCPCS description that starts with the term's head noun, and a term's other half (a multi-intent term), add a
+--   little;
+-- - rank: the code's place after reciprocal-rank fusion of the lookups that found it;
+-- - specificity: a billable leaf (the "unspecified" / "without" / NOS default above its siblings), a HCPCS code listed
+--   in an LCD; against headers, pregnancy and newborn codes for a term that mentions neither, "not otherwise
+--   classified" codes, accessories and quality-reporting codes nobody asked for, unrequested modifiers, HCPCS codes
+--   Medicare does not pay at all (coverage code I: another payer's);
+-- - semantic: the cosine similarity of the term and the code's document, from its floor (says nothing) to its top
+--   (as good as it gets). Without vectors the other weights are scaled up to sum to one.
+-- A code needs evidence: at least min_coverage of the term in its wording, or (without that) a strong similarity,
+-- and then its score is capped; a code the term contradicts (it names what the term says is not so, or another
+-- side) scores 0, and a code written in the term 1.
+
+-- Sides with "both" added when they hold left and right: the sides lexemes name, after medrag_code_settings()'s
+-- side_lexemes. One expression, so it is inlined.
+CREATE OR REPLACE FUNCTION medrag_with_both(sides text[])
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN sides @> ARRAY['left', 'right'] AND NOT 'both' = ANY (sides) THEN sides || 'both'::text
+                ELSE sides END
+$$;
+
+-- x rounded to 3 decimals exactly as Python's round(x, 3) rounds it (the float's exact binary value, ties to even):
+-- scores are compared and shown rounded, and a cast to numeric would round 0.4125 (0.41249999...) up. |x| x 2^62 is
+-- an exact integer for every x from 2^-10 up (smaller ones round to 0 or 0.001 alike): the thousandths are that x
+-- 1000 / 2^62, rounded half to even by the remainder. One expression, so it is inlined.
+CREATE OR REPLACE FUNCTION medrag_round3(x double precision)
+RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT sign(x) * ((div((abs(x) * 4611686018427387904::float8)::int8::numeric * 1000,
+                           4611686018427387904)
+                       + CASE WHEN 2 * mod((abs(x) * 4611686018427387904::float8)::int8::numeric * 1000,
+                                           4611686018427387904) > 4611686018427387904
+                                   OR (2 * mod((abs(x) * 4611686018427387904::float8)::int8::numeric * 1000,
+                                               4611686018427387904) = 4611686018427387904
+                                       AND mod(div((abs(x) * 4611686018427387904::float8)::int8::numeric * 1000,
+                                                   4611686018427387904), 2) = 1)
+                              THEN 1 ELSE 0 END) / 1000.0)::float8
+$$;
+
+-- The code finder's candidates of one code release scored for a term (see the head of this file): those the release
+-- has, of the kinds asked for and, for HCPCS, not terminated. candidates: [{code, exact, similarity, hits: [[leg,
+-- rank], ...] in the order the lookups reported them, index: [text, source, lexemes, core, negated] of the Index
+-- entry that led to the code (source: the header it gave, when the code is under it) or null}]; term: {system,
+-- focus, context, negations (each a list of concepts, a concept a list of its wordings' [weight, lexemes]), lexemes
+-- (every lexeme the term affirms), explained (the lexemes a code's wording may hold and still be explained),
+-- asks_other, wants_modifiers, prior (the routing prior of the system), semantic (whether the system's similarities
+-- were read)}.
+CREATE OR REPLACE FUNCTION medrag_score_codes(code_release integer, kinds text[], candidates jsonb, term jsonb)
+RETURNS TABLE (code text, lexical double precision, coverage double precision, best_term text,
+               rank double precision, specificity double precision, semantic double precision,
+               score double precision, behind double precision, is_default boolean)
+LANGUAGE sql STABLE
+-- planned once per session: every call's statement is the same and only its values differ
+SET plan_cache_mode = force_generic_plan
+AS $$
+    WITH cfg AS (SELECT * FROM medrag_code_settings()),
+    q AS MATERIALIZED (
+        SELECT t.*, EXISTS (SELECT 1 FROM unnest(t.lexemes) l WHERE l ~ '^-*[0-9]+$') AS numbers_count,
+               'without' = ANY (t.lexemes) AS asks_without,
+               -- the sides the term names: a code of another side than the term's is another code ("Hearing aid,
+               -- monaural" for "hearing aids for both ears", "... left knee" for "right knee")
+               medrag_with_both(ARRAY(SELECT DISTINCT side.value
+                                      FROM medrag_code_settings() cfg, jsonb_each_text(cfg.side_lexemes) side
+                                      WHERE side.key = ANY (t.explained))) AS asked_sides
+        FROM (SELECT term ->> 'system' AS system,
+                     ARRAY(SELECT jsonb_array_elements_text(term -> 'lexemes')) AS lexemes,
+                     ARRAY(SELECT jsonb_array_elements_text(term -> 'explained')) AS explained,
+                     (term ->> 'asks_other')::boolean AS asks_other,
+                     (term ->> 'wants_modifiers')::boolean AS wants_modifiers,
+                     (term ->> 'prior')::float8 AS prior, (term ->> 'semantic')::boolean AS semantic,
+                     jsonb_array_length(term -> 'focus') AS n_focus,
+                     jsonb_array_length(term -> 'context') AS n_context) t
+    ),
+    -- every lexeme of every wording of the term's concepts, by role (focus, context, negations)
+    concept_lexeme AS MATERIALIZED (
+        SELECT role, concept.n AS concept_n, wording.n AS wording_n, (wording.value ->> 0)::float8 AS weight,
+               jsonb_array_length(wording.value -> 1) AS size, lexeme
+        FROM unnest(ARRAY['focus', 'context', 'negations']) AS role,
+             jsonb_array_elements(term -> role) WITH ORDINALITY AS concept(value, n),
+             jsonb_array_elements(concept.value) WITH ORDINALITY AS wording(value, n),
+             jsonb_array_elements_text(wording.value -> 1) AS lexeme
+    ),
+    candidate AS MATERIALIZED (
+        SELECT d.code, coalesce((c.value ->> 'exact')::boolean, false) AS exact,
+               (c.value ->> 'similarity')::float8 AS similarity, c.value -> 'hits' AS hits,
+               nullif(c.value -> 'index', 'null') AS index_term, d.kind, d.billable, d.seventh,
+               d.is_default, d.says_without, d.says_not_otherwise, d.says_accessory, d.medicare_valid,
+               coalesce(d.head, t.lexemes) AS head,
+               d.kind <> 'diagnosis' AND d.code IN (SELECT m.hcpc_code_id FROM mcd_lcd_x_hcpc_code m
+                                                    JOIN release r ON r.id = m.release_id AND r.is_current)
+                   AS listed_in_lcd,
+               medrag_code_ancestors(d.code, d.kind) AS above, t.lexemes AS description_lexemes,
+               coalesce(t.negated, '{}') AS excluded, t.says_other AS description_says_other,
+               coalesce(ch.title_lexemes, '{}') || coalesce(s.title_lexemes, '{}') AS headings
+        FROM jsonb_array_elements(candidates) c
+        JOIN medrag_code_detail d ON d.release_id = code_release AND d.code = c.value ->> 'code'
+        JOIN medrag_code_term t ON t.release_id = code_release AND t.code = d.code AND t.n = 0
+        LEFT JOIN icd10cm_chapter ch ON ch.release_id = d.release_id AND ch.chapter = d.chapter
+        LEFT JOIN icd10cm_section s ON s.release_id = d.release_id AND s.section_id = d.section_id
+        WHERE d.kind = ANY (kinds) AND (d.termination_date IS NULL OR d.termination_date >= current_date)
+    ),
+    wording AS MATERIALIZED (
+        -- the code's wordings (description first), the inclusion terms of the codes above it, then the Index entry
+        -- that led to it (a wording of the header it gave, when the code is under that header)
+        SELECT c.code, 0 AS grp, t.code AS source, t.n, false AS inherited, t.text, t.lexemes,
+               coalesce(t.core, t.lexemes) AS core, coalesce(t.negated, '{}') AS negated,
+               coalesce(t.filler, '{}') AS filler, t.says_other
+        FROM candidate c JOIN medrag_code_term t ON t.release_id = code_release AND t.code = c.code
+        UNION ALL
+        SELECT c.code, 1, t.code, t.n, true, t.text, t.lexemes, coalesce(t.core, t.lexemes),
+               coalesce(t.negated, '{}'), coalesce(t.filler, '{}'), t.says_other
+        FROM candidate c JOIN medrag_code_term t ON t.release_id = code_release AND t.code = ANY (c.above) AND t.n > 0
+        UNION ALL
+        SELECT c.code, 2, c.index_term ->> 1, 0, c.index_term ->> 1 <> c.code, c.index_term ->> 0,
+               ARRAY(SELECT jsonb_array_elements_text(c.index_term -> 2)),
+               ARRAY(SELECT jsonb_array_elements_text(c.index_term -> 3)),
+               ARRAY(SELECT jsonb_array_elements_text(c.index_term -> 4)),
+               -- (the test before the call spares the call for the many entries without filler)
+               CASE WHEN c.index_term ->> 0 ~* 'complication|elsewhere|otherwise|specified'
+                    THEN medrag_filler_lexemes(c.index_term ->> 0) ELSE '{}' END,
+               medrag_says_other(c.index_term ->> 0)
+        FROM candidate c WHERE c.index_term IS NOT NULL
+    ),
+    content AS MATERIALIZED (
+        SELECT w.*, w.grp = 0 AND w.n = 0 AS is_description,
+               -- what a wording says once filler, neutral words and (unless the term has one) numbers are set aside
+               ARRAY(SELECT x FROM unnest(w.core) x
+                     WHERE x <> ALL (cfg.neutral_lexemes) AND x <> ALL (w.filler)
+                       AND (q.numbers_count OR x !~ '^-*[0-9]+$')) AS content,
+               -- a word the wording (or the description, whatever the wording) names only after "without" covers
+               -- nothing, unless the term says "without" too
+               CASE WHEN q.asks_without THEN w.lexemes
+                    ELSE ARRAY(SELECT x FROM unnest(w.lexemes) x
+                               WHERE x <> ALL (w.negated) AND x <> ALL (c.excluded)) END AS covering,
+               CASE WHEN (w.grp = 0 AND w.n = 0) OR w.inherited THEN c.description_says_other
+                    ELSE w.says_other END AS says_other_word
+        FROM wording w JOIN candidate c ON c.code = w.code, cfg, q
+    ),
+    wording_coverage AS (
+        -- the share of the term's focus concepts a code wording holds: each concept by its best wording's share
+        SELECT code, grp, source, n, sum(share ORDER BY concept_n) AS total
+        FROM (SELECT code, grp, source, n, concept_n, max(share) AS share
+              FROM (SELECT w.code, w.grp, w.source, w.n, l.concept_n,
+                           l.weight * count(*)::float8 / l.size AS share
+                    FROM content w CROSS JOIN LATERAL unnest(w.covering) AS x
+                    JOIN concept_lexeme l ON l.role = 'focus' AND l.lexeme = x
+                    GROUP BY w.code, w.grp, w.source, w.n, l.concept_n, l.wording_n, l.weight, l.size) by_wording
+              GROUP BY code, grp, source, n, concept_n) by_concept
+        GROUP BY code, grp, source, n
+    ),
+    wording_score AS MATERIALIZED (
+        SELECT w.code, w.grp, w.source, w.n, w.text, w.lexemes, w.content, cov.coverage,
+               cov.coverage * (0.4 + 0.6 * precision.value)
+                   * CASE WHEN w.inherited THEN cfg.inherited_term_factor ELSE 1.0 END AS score
+        FROM content w
+        JOIN candidate c ON c.code = w.code
+        LEFT JOIN content d ON d.code = w.code AND d.is_description
+        LEFT JOIN wording_coverage wc ON wc.code = w.code AND wc.grp = w.grp AND wc.source = w.source AND wc.n = w.n
+        CROSS JOIN cfg CROSS JOIN q,
+             LATERAL (SELECT coalesce(wc.total, 0) / q.n_focus AS coverage) cov,
+             LATERAL (SELECT (SELECT count(*) FROM unnest(w.content) x WHERE x = ANY (q.explained)) AS explained) e,
+             -- the descriptions of the ancestor an inherited wording comes from and of the codes above that
+             LATERAL (SELECT ARRAY(SELECT unnest(a.lexemes) FROM medrag_code_term a
+                                   WHERE w.inherited AND a.release_id = code_release AND a.n = 0
+                                     AND a.code = ANY (c.above) AND starts_with(w.source, a.code)) AS lexemes
+                      OFFSET 0) reference,
+             LATERAL (
+                 SELECT cardinality(w.content) - e.explained
+                        -- through an inherited wording, what the code adds to that ancestor is unexplained
+                        + CASE WHEN w.inherited THEN
+                              (SELECT count(*) FROM unnest(d.content) x
+                               WHERE x <> ALL (q.explained) AND x <> ALL (reference.lexemes))
+                          ELSE 0 END
+                        -- an "Other ..." residual code is what the term did not say, unless it says "other"
+                        + CASE WHEN NOT q.asks_other AND w.says_other_word THEN 1 ELSE 0 END AS unexplained) u,
+             LATERAL (SELECT CASE WHEN e.explained + u.unexplained > 0
+                                  THEN e.explained::float8 / (e.explained + u.unexplained) ELSE 1.0 END AS value
+                     ) precision
+        WHERE q.n_focus > 0
+    ),
+    best AS (
+        SELECT DISTINCT ON (code) code, score, coverage,
+               CASE WHEN score > 0 OR coverage > 0 THEN text ELSE '' END AS text
+        FROM wording_score
+        ORDER BY code, score DESC, coverage DESC, grp, source, n
+    ),
+    nos AS (
+        -- the term is a "... NOS" wording of the code or a code above it: the code is its default
+        SELECT DISTINCT w.code FROM wording_score w, q
+        WHERE 'nos' = ANY (w.lexemes) AND cardinality(w.content) > 0 AND w.content <@ q.explained
+    ),
+    lexical AS (
+        SELECT c.code, coalesce(b.coverage, 0.0) AS coverage, coalesce(b.text, '') AS best_term,
+               n.code IS NOT NULL AS nos_default, head.match AS head_match,
+               -- the term's other half (a multi-intent term) named in the code's wordings adds a little
+               CASE WHEN q.n_context > 0 AND b.coverage > 0
+                    THEN least(1.0, head.score + 0.05 * (SELECT count(DISTINCT l.concept_n) FROM concept_lexeme l
+                                                         WHERE l.role = 'context'
+                                                           AND l.lexeme IN (SELECT unnest(w.lexemes) FROM wording w
+                                                                            WHERE w.code = c.code AND w.grp < 2)
+                                                         )::float8 / q.n_context)
+                    ELSE head.score END AS lexical
+        FROM candidate c CROSS JOIN q CROSS JOIN cfg
+        LEFT JOIN best b ON b.code = c.code
+        LEFT JOIN nos n ON n.code = c.code
+        CROSS JOIN LATERAL (
+            -- HCPCS descriptions name the item first ("External ambulatory infusion pump, insulin"): the term's last
+            -- word, its head noun, there means the code is that item rather than something for it
+            SELECT m.match, CASE WHEN m.match THEN least(1.0, coalesce(b.score, 0.0) + cfg.head_noun_bonus)
+                                 ELSE coalesce(b.score, 0.0) END AS score
+            FROM (SELECT coalesce(q.system = 'HCPCS' AND b.coverage > 0
+                                  AND EXISTS (SELECT 1 FROM concept_lexeme l
+                                              WHERE l.role = 'focus' AND l.concept_n = q.n_focus
+                                                AND l.lexeme = ANY (c.head)), false) AS match) m
+        ) head
+    ),
+    asks AS (
+        -- what the term asks for that the specificity penalties below set aside
+        SELECT coalesce(jsonb_object_agg(a.key, true) FILTER (WHERE EXISTS (
+                   SELECT 1 FROM jsonb_array_elements_text(a.value) l WHERE l = ANY (q.lexemes))), '{}') AS what
+        FROM cfg CROSS JOIN q CROSS JOIN jsonb_each(cfg.asks_for) a
+    ),
+    named AS (
+        -- what a code's description names (not in its "without" clause), and the chapter and block it is in
+        SELECT c.code, ARRAY(SELECT x FROM unnest(c.description_lexemes) x WHERE x <> ALL (c.excluded))
+                       || c.headings AS lexemes
+        FROM candidate c
+    ),
+    named_sides AS (
+        -- the sides those words name, for a term that names one
+        SELECT n.code, medrag_with_both(array_agg(DISTINCT side.value)) AS sides
+        FROM named n CROSS JOIN LATERAL unnest(n.lexemes) AS x
+        JOIN (SELECT s.key, s.value FROM cfg, jsonb_each_text(cfg.side_lexemes) s) side ON side.key = x
+        WHERE (SELECT cardinality(asked_sides) FROM q) > 0
+        GROUP BY n.code
+    ),
+    feature AS (
+        SELECT c.code, c.exact, c.similarity, l.lexical, l.coverage, l.best_term, c.is_default,
+               CASE WHEN q.system = 'ICD-10-CM' THEN
+                        CASE WHEN NOT coalesce(c.billable, false)
+                                  AND coalesce(jsonb_array_length(c.seventh), 0) = 0 THEN 0.3::float8
+                             WHEN c.is_default OR l.nos_default THEN 1.0::float8
+                             WHEN c.says_without THEN 0.9::float8
+                             ELSE 0.8::float8 END
+                        * CASE WHEN (c.code LIKE 'O%' AND NOT asks.what ? 'maternity')
+                                    OR (c.code LIKE 'P%' AND NOT asks.what ? 'newborn') THEN 0.6::float8
+                               ELSE 1.0::float8 END
+                    WHEN c.kind = 'modifier' THEN CASE WHEN q.wants_modifiers THEN 0.9::float8 ELSE 0.3::float8 END
+                    WHEN EXISTS (SELECT 1 FROM jsonb_array_elements(cfg.reporting_ranges) range
+                                 WHERE c.code COLLATE "C" BETWEEN range.value ->> 0 AND range.value ->> 1)
+                         AND NOT asks.what ? 'reporting' THEN 0.4::float8
+                    -- "Tubing, used with suction pump": something for the item, unless it starts with the item
+                    WHEN c.says_accessory AND NOT l.head_match AND NOT asks.what ? 'accessory' THEN 0.55::float8
+                    ELSE CASE WHEN c.says_not_otherwise THEN 0.6::float8
+                              WHEN c.listed_in_lcd THEN 1.0::float8 ELSE 0.85::float8 END
+                         -- medrag answers Medicare's rules: a code Medicare does not pay at all (S0285, a private
+                         -- payer's colonoscopy consultation) is not what a Medicare claim reports
+                         * CASE WHEN c.medicare_valid THEN 1.0::float8 ELSE cfg.not_medicare_factor END
+               END AS specificity,
+               q.semantic AND c.similarity IS NOT NULL AS has_semantic,
+               -- the description, or the chapter and block it is in, names what the term says is not so, or a side
+               -- the term does not; what the description names only after "without" does not count
+               EXISTS (SELECT 1 FROM unnest(ns.sides) side
+                       WHERE NOT (side = ANY (q.asked_sides)
+                                  OR (side = 'one' AND q.asked_sides && ARRAY['left', 'right'])
+                                  OR (side IN ('left', 'right') AND 'one' = ANY (q.asked_sides))))
+               OR EXISTS (SELECT 1 FROM concept_lexeme n
+                          WHERE n.role = 'negations' AND n.lexeme = ANY (named.lexemes)) AS contradicted,
+               -- the lookups' places fused: a code's rank is 1 / (1 + its place in that order / 10)
+               (SELECT sum((cfg.leg_weights ->> (h.value ->> 0))::float8 / (cfg.rrf_k + (h.value ->> 1)::int)
+                           ORDER BY h.n)
+                FROM jsonb_array_elements(c.hits) WITH ORDINALITY AS h(value, n)) AS fused
+        FROM candidate c JOIN lexical l ON l.code = c.code JOIN named ON named.code = c.code
+        LEFT JOIN named_sides ns ON ns.code = c.code
+        CROSS JOIN q CROSS JOIN cfg CROSS JOIN asks
+    ),
+    ranked_feature AS (
+        SELECT f.*, 1.0::float8 / (1.0::float8 + (row_number() OVER (ORDER BY f.fused DESC, f.code COLLATE "C") - 1)
+                                                 ::float8 / 10.0::float8) AS rank,
+               CASE WHEN f.has_semantic
+                    THEN greatest(0.0, least(1.0, (f.similarity - cfg.similarity_floor)
+                                                  / (cfg.similarity_top - cfg.similarity_floor))) END AS semantic
+        FROM feature f, cfg
+    ),
+    scored AS (
+        SELECT f.*,
+               CASE WHEN f.exact THEN 1.0
+                    WHEN f.contradicted THEN 0.0
+                    ELSE medrag_round3(capped.value) END AS score
+        FROM ranked_feature f, cfg, q,
+             LATERAL (SELECT CASE WHEN f.has_semantic
+                                  THEN base.value + cfg.semantic_weight * coalesce(f.semantic, 0.0)
+                                  ELSE base.value / (1.0 - cfg.semantic_weight) END AS value
+                      FROM (SELECT cfg.lexical_weight * f.lexical + cfg.rank_weight * f.rank
+                                   + cfg.specificity_weight * f.specificity AS value) base) total,
+             -- less than min_coverage of the term in the code's wording is a guess, unless the embedding says the
+             -- code means the term, and then a capped one
+             LATERAL (SELECT least(1.0, CASE WHEN f.coverage >= cfg.min_coverage THEN total.value
+                                             WHEN f.has_semantic AND f.similarity >= cfg.strong_similarity
+                                             THEN least(total.value, cfg.semantic_only_cap)
+                                             ELSE 0.0 END) * q.prior AS value
+                      OFFSET 0) capped  -- a plain value for medrag_round3, which is then inlined
+    ),
+    best_score AS (SELECT max(score) AS value FROM scored)
+    SELECT s.code, s.lexical, s.coverage, s.best_term, s.rank, s.specificity, s.semantic, s.score,
+           medrag_round3(behind.value), s.is_default
+    FROM scored s, best_score, LATERAL (SELECT best_score.value - s.score AS value OFFSET 0) behind
+$$;
+
+-- What the code finder shows and reflects on of each of a release's codes (medrag_code_detail and medrag_code_term,
+-- written as the release loads): the codes that exist, are of the kinds asked for and, for HCPCS, are not
+-- terminated; lexemes are those of the code's wordings and of the inclusion terms of the codes above it.
+CREATE OR REPLACE FUNCTION medrag_code_details(code_release integer, codes text[], kinds text[])
+RETURNS TABLE (code text, display text, billable boolean, parent_code text, parent_display text, kind text,
+               has_children boolean, seventh jsonb, lexemes text[])
+LANGUAGE sql STABLE
+AS $$
+    SELECT d.code, t.text, d.billable, d.parent_code, p.text, d.kind, d.has_children, d.seventh,
+           ARRAY(SELECT DISTINCT unnest(t.lexemes) FROM medrag_code_term t
+                 WHERE t.release_id = d.release_id AND t.code = ANY (d.code || medrag_code_ancestors(d.code, d.kind))
+                   AND (t.code = d.code OR t.n > 0))
+    FROM unnest(codes) WITH ORDINALITY AS h(code, n)
+    JOIN medrag_code_detail d ON d.release_id = code_release AND d.code = h.code
+    JOIN medrag_code_term t ON t.release_id = d.release_id AND t.code = d.code AND t.n = 0
+    LEFT JOIN medrag_code_term p ON p.release_id = d.release_id AND p.code = d.parent_code AND p.n = 0
+    WHERE d.kind = ANY (kinds) AND (d.termination_date IS NULL OR d.termination_date >= current_date)
+    ORDER BY h.n
+$$;
+
+-- The codes above an ICD-10-CM code that may exist (E11.621: E11, E11.6, E11.62); none for HCPCS. One expression,
+-- so it is inlined.
+CREATE OR REPLACE FUNCTION medrag_code_ancestors(code text, kind text)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN kind = 'diagnosis'
+                THEN array_remove(ARRAY[CASE WHEN length(code) > 3 THEN left(code, 3) END,
+                                        CASE WHEN length(code) > 5 THEN left(code, 5) END,
+                                        CASE WHEN length(code) > 6 THEN left(code, 6) END,
+                                        CASE WHEN length(code) > 7 THEN left(code, 7) END], NULL)
+                ELSE '{}'::text[] END
+$$;
+

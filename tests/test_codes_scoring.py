@@ -1,0 +1,152 @@
+"""The code finder's scoring in PostgreSQL (medrag_score_codes, sql/codes.sql) on real codes of the loaded releases."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import text
+
+from medrag.codes import consolidate
+from medrag.codes.classify import HCPCS, ICD10CM, SYSTEMS
+from medrag.codes.consolidate import NOT_MEDICARE_FACTOR, code_settings_sql, term_json
+from medrag.codes.terms import SPELLING, TYPED, Concept, TermQuery, Wording
+
+SCORE = text("SELECT * FROM medrag_score_codes(:release, CAST(:kinds AS text[]), CAST(:candidates AS jsonb), "
+             "CAST(:term AS jsonb))")
+
+
+def _query(*concepts: tuple[str, set[str]], negated: tuple[str, set[str]] | None = None) -> TermQuery:
+    query = TermQuery(" ".join(text for text, _ in concepts))
+    for text_, lexemes in concepts:
+        query.concepts.append(Concept(tuple(text_.split()), [Wording(tuple(text_.split()), frozenset(lexemes), TYPED)],
+                                      frozenset(SYSTEMS)))
+    if negated:
+        words, lexemes = negated
+        query.concepts.append(Concept(tuple(words.split()), [Wording(tuple(words.split()), frozenset(lexemes), TYPED)],
+                                      frozenset(SYSTEMS), negated=True))
+    return query
+
+
+def _candidate(code: str, place: int = 1, index: list | None = None) -> dict:
+    return {"code": code, "exact": False, "similarity": None, "hits": [["words", place]], "index": index}
+
+
+@pytest.fixture(scope="module")
+def score(indexed_engine):
+    """Score codes of the current release of a system for a term: {code: row}."""
+    with indexed_engine.connect() as conn:
+        releases = dict(conn.execute(text("SELECT source, id FROM release WHERE is_current "
+                                          "AND source IN ('icd10cm', 'hcpcs')")).all())
+
+    def run(query: TermQuery, candidates: list[dict], system: str = ICD10CM, *, wants_modifiers: bool = False):
+        term = term_json(query, system, wants_modifiers=wants_modifiers, prior=1.0, semantic=False)
+        kinds = ["diagnosis"] if system == ICD10CM else ["procedure", "modifier"]
+        with indexed_engine.connect() as conn:
+            rows = conn.execute(SCORE, {"release": releases["icd10cm" if system == ICD10CM else "hcpcs"],
+                                        "kinds": kinds, "candidates": json.dumps(candidates),
+                                        "term": json.dumps(term)}).all()
+        return {row.code: row for row in rows}
+
+    return run
+
+
+def test_the_fit_rewards_coverage_then_precision(score) -> None:
+    found = score(_query(("diabetes", {"diabet"})), [_candidate("E23.2"), _candidate("E11.620", 2),
+                                                      _candidate("I10", 3), _candidate("E11.999", 4)])
+    assert set(found) == {"E23.2", "E11.620", "I10"}  # a code the release lacks is not scored
+    assert found["E23.2"].lexical > found["E11.620"].lexical > 0  # "Diabetes insipidus" says less besides
+    assert found["I10"].coverage == 0 and found["I10"].score == 0  # no evidence: not listed
+
+
+def test_the_number_of_a_hyphenated_name_is_not_a_word_the_term_leaves_unexplained(score) -> None:
+    """PostgreSQL reads "COVID-19" as covid and -19: "covid" explains all of it, but not all of "Post COVID-19
+    condition"."""
+    found = score(_query(("covid", {"covid"})), [_candidate("U07.1"), _candidate("U09.9", 2)])
+    assert found["U07.1"].lexical == 1.0
+    assert found["U09.9"].lexical < 1.0
+
+
+def test_a_without_clause_covers_nothing_in_any_wording(score) -> None:
+    """R11.0 "Nausea" has the inclusion term "Nausea without vomiting": it does not cover the vomiting."""
+    codes = [_candidate("R11.0"), _candidate("R11.2", 2)]
+    found = score(_query(("nausea", {"nausea"}), ("vomiting", {"vomit"})), codes)
+    assert found["R11.0"].coverage == 0.5 and found["R11.2"].coverage == 1.0
+    asks_without = score(_query(("nausea", {"nausea"}), ("without", {"without"}), ("vomiting", {"vomit"})), codes)
+    assert asks_without["R11.0"].coverage == 1.0  # "nausea without vomiting" asks for it
+
+
+def test_what_the_description_excludes_no_other_wording_covers(score) -> None:
+    """I11.9's Index entry (Hypertension > heart) carries the alias "Failure, heart, with hypertension"; the code
+    is still "without heart failure"."""
+    index = ["Index: Hypertension, hypertensive > heart -> I11.9", "I11.9", ["failur", "heart", "hypertens"],
+             ["heart", "hypertens"], []]
+    query = _query(("hypertensive", {"hypertens"}), ("heart", {"heart"}), ("failure", {"failur"}))
+    found = score(query, [_candidate("I11.9", index=index)])
+    assert found["I11.9"].coverage == pytest.approx(2 / 3)
+
+
+def test_an_inherited_nos_term_makes_the_default_child_win(score) -> None:
+    """E11's inclusion term "diabetes NOS" applies to the codes under it, and makes E11.9 the default."""
+    found = score(_query(("diabetes", {"diabet"})), [_candidate("E11.9"), _candidate("E11.620", 2)])
+    assert found["E11.9"].best_term == "diabetes NOS"
+    assert found["E11.9"].lexical > found["E11.620"].lexical
+    assert found["E11.9"].specificity == 1.0 and found["E11.9"].is_default
+
+
+def test_spelling_corrections_count_a_little_less(score) -> None:
+    query = TermQuery("tuberculosus")
+    query.concepts.append(Concept(("tuberculosus",), [
+        Wording(("tuberculosus",), frozenset({"tuberculosus"}), TYPED),
+        Wording(("tuberculosis",), frozenset({"tuberculosi"}), SPELLING)], frozenset(SYSTEMS)))
+    assert score(query, [_candidate("A15.0")])["A15.0"].coverage == pytest.approx(0.9)
+
+
+def test_headers_and_unrequested_codes_are_less_specific(score) -> None:
+    wheelchair = _query(("wheelchair", {"wheelchair"}))
+    assert score(wheelchair, [_candidate("E11")])["E11"].specificity < 0.5  # a header: its codes get reported
+    modifier = [_candidate("KA")]
+    assert (score(wheelchair, modifier, HCPCS)["KA"].specificity
+            < score(wheelchair, modifier, HCPCS, wants_modifiers=True)["KA"].specificity)
+    pregnancy = [_candidate("O24.419")]
+    assert score(_query(("diabetes", {"diabet"})), pregnancy)["O24.419"].specificity < 0.8
+    assert score(_query(("pregnancy diabetes", {"pregnanc", "diabet"})), pregnancy)["O24.419"].specificity == 1.0
+
+
+def test_a_code_medicare_does_not_pay_is_less_specific(score) -> None:
+    """S0285 (coverage code I: a private payer's colonoscopy consultation) below G0121 for a Medicare claim."""
+    found = score(_query(("screening colonoscopy", {"screen", "colonoscopi"})),
+                  [_candidate("G0121"), _candidate("S0285", 2)], HCPCS)
+    assert found["S0285"].specificity == pytest.approx(0.85 * NOT_MEDICARE_FACTOR)
+    assert found["S0285"].specificity < found["G0121"].specificity
+
+
+def test_a_code_that_names_what_the_term_negates_or_another_side_scores_nothing(score) -> None:
+    liver = score(_query(("fatty liver", {"fatti", "liver"}), negated=("alcohol", {"alcohol"})),
+                  [_candidate("K70.0"), _candidate("K76.0", 2)])
+    assert liver["K70.0"].score == 0 and liver["K76.0"].score > 0  # "Alcoholic fatty liver"
+    knee = score(_query(("osteoarthritis", {"osteoarthr"}), ("right", {"right"}), ("knee", {"knee"})),
+                 [_candidate("M17.11"), _candidate("M17.12", 2), _candidate("M17.0", 3)])
+    assert knee["M17.11"].score > 0 and knee["M17.12"].score == 0  # the left knee is another code
+    assert knee["M17.0"].score == 0  # "Bilateral primary osteoarthritis of knee" names both
+
+
+def test_scores_and_their_distance_to_the_best_are_rounded_as_python_rounds(indexed_engine) -> None:
+    """medrag_round3 rounds a float's exact value half to even, as round(x, 3) does: 0.4125 is 0.41249999..."""
+    values = [0.4125, 0.0625, 0.1875, 0.6875 * 0.6, 0.94444, 0.0005, 1.0, 0.0, 0.3 * 3, 2 / 3]
+    with indexed_engine.connect() as conn:
+        rounded = conn.execute(text("SELECT medrag_round3(x) FROM unnest(CAST(:v AS float8[])) WITH ORDINALITY "
+                                    "AS t(x, n) ORDER BY n"), {"v": values}).scalars().all()
+    assert rounded == [round(value, 3) for value in values]
+
+
+def test_the_scoring_numbers_sql_reads_are_the_ones_python_names(indexed_engine) -> None:
+    """medrag_code_settings() is rendered from consolidate.py: what the database holds is what Python says."""
+    with indexed_engine.connect() as conn:
+        settings = conn.execute(text("SELECT * FROM medrag_code_settings()")).one()._mapping
+    assert settings["lexical_weight"] == consolidate.WEIGHTS["lexical"]
+    assert settings["semantic_only_cap"] == consolidate.SEMANTIC_ONLY_CAP
+    assert settings["leg_weights"] == consolidate.LEG_WEIGHTS and settings["rrf_k"] == consolidate.RRF_K
+    assert set(settings["neutral_lexemes"]) == consolidate.NEUTRAL_LEXEMES
+    assert settings["side_lexemes"] == consolidate.SIDE_LEXEMES
+    assert "medrag_code_settings" in code_settings_sql()
