@@ -52,6 +52,15 @@ AS $$
                               THEN 1 ELSE 0 END) / 1000.0)::float8
 $$;
 
+-- A jsonb array of strings as a text[] (the two literals quote strings alike): a cast, not a sub-select per
+-- element.
+CREATE OR REPLACE FUNCTION medrag_text_array(strings jsonb)
+RETURNS text[]
+LANGUAGE sql STABLE PARALLEL SAFE  -- as the text[] input it calls: so it is inlined
+AS $$
+    SELECT translate(strings::text, '[]', '{}')::text[]
+$$;
+
 -- The code finder's candidates of one code release scored for a term (see the head of this file): those the release
 -- has, of the kinds asked for and, for HCPCS, not terminated. candidates: [{code, exact, similarity, hits: [[leg,
 -- rank], ...] in the order the lookups reported them, index: [text, source, lexemes, core, negated] of the Index
@@ -127,69 +136,84 @@ AS $$
         FROM candidate c JOIN medrag_code_term t ON t.release_id = code_release AND t.code = ANY (c.above) AND t.n > 0
         UNION ALL
         SELECT c.code, 2, c.index_term ->> 1, 0, c.index_term ->> 1 <> c.code, c.index_term ->> 0,
-               ARRAY(SELECT jsonb_array_elements_text(c.index_term -> 2)),
-               ARRAY(SELECT jsonb_array_elements_text(c.index_term -> 3)),
-               ARRAY(SELECT jsonb_array_elements_text(c.index_term -> 4)),
+               medrag_text_array(c.index_term -> 2), medrag_text_array(c.index_term -> 3),
+               medrag_text_array(c.index_term -> 4),
                -- (the test before the call spares the call for the many entries without filler)
                CASE WHEN c.index_term ->> 0 ~* 'complication|elsewhere|otherwise|specified'
                     THEN medrag_filler_lexemes(c.index_term ->> 0) ELSE '{}' END,
                medrag_says_other(c.index_term ->> 0)
         FROM candidate c WHERE c.index_term IS NOT NULL
     ),
-    content AS MATERIALIZED (
-        SELECT w.*, w.grp = 0 AND w.n = 0 AS is_description,
-               -- what a wording says once filler, neutral words and (unless the term has one) numbers are set aside
-               ARRAY(SELECT x FROM unnest(w.core) x
-                     WHERE x <> ALL (cfg.neutral_lexemes) AND x <> ALL (w.filler)
-                       AND (q.numbers_count OR x !~ '^-*[0-9]+$')) AS content,
-               -- a word the wording (or the description, whatever the wording) names only after "without" covers
-               -- nothing, unless the term says "without" too
-               CASE WHEN q.asks_without THEN w.lexemes
-                    ELSE ARRAY(SELECT x FROM unnest(w.lexemes) x
-                               WHERE x <> ALL (w.negated) AND x <> ALL (c.excluded)) END AS covering,
+    ancestor_lexeme AS MATERIALIZED (
+        -- the lexemes of the descriptions of the codes above each candidate
+        SELECT c.code, a.code AS ancestor, x AS lexeme
+        FROM candidate c JOIN medrag_code_term a ON a.release_id = code_release AND a.n = 0 AND a.code = ANY (c.above)
+        CROSS JOIN LATERAL unnest(a.lexemes) AS x
+    ),
+    wording_key AS MATERIALIZED (
+        -- each wording once more with a key, and what it is to the term
+        SELECT row_number() OVER () AS id, w.*, w.grp = 0 AND w.n = 0 AS is_description,
                CASE WHEN (w.grp = 0 AND w.n = 0) OR w.inherited THEN c.description_says_other
                     ELSE w.says_other END AS says_other_word
-        FROM wording w JOIN candidate c ON c.code = w.code, cfg, q
+        FROM wording w JOIN candidate c ON c.code = w.code
     ),
-    wording_coverage AS (
-        -- the share of the term's focus concepts a code wording holds: each concept by its best wording's share
-        SELECT code, grp, source, n, sum(share ORDER BY concept_n) AS total
-        FROM (SELECT code, grp, source, n, concept_n, max(share) AS share
-              FROM (SELECT w.code, w.grp, w.source, w.n, l.concept_n,
-                           l.weight * count(*)::float8 / l.size AS share
-                    FROM content w CROSS JOIN LATERAL unnest(w.covering) AS x
+    coverage AS MATERIALIZED (
+        -- the share of the term's focus concepts a wording holds, each concept by its best wording's share; a word
+        -- the wording (or the description, whatever the wording) names only after "without" covers nothing,
+        -- unless the term says "without" too
+        SELECT id, sum(share ORDER BY concept_n) AS total
+        FROM (SELECT id, concept_n, max(share) AS share
+              FROM (SELECT w.id, l.concept_n, l.weight * count(*)::float8 / l.size AS share
+                    FROM wording_key w JOIN candidate c ON c.code = w.code CROSS JOIN q
+                    CROSS JOIN LATERAL unnest(w.lexemes) AS x
                     JOIN concept_lexeme l ON l.role = 'focus' AND l.lexeme = x
-                    GROUP BY w.code, w.grp, w.source, w.n, l.concept_n, l.wording_n, l.weight, l.size) by_wording
-              GROUP BY code, grp, source, n, concept_n) by_concept
-        GROUP BY code, grp, source, n
+                    WHERE q.asks_without OR (x <> ALL (w.negated) AND x <> ALL (c.excluded))
+                    GROUP BY w.id, l.concept_n, l.wording_n, l.weight, l.size) by_wording
+              GROUP BY id, concept_n) by_concept
+        GROUP BY id
+    ),
+    content AS MATERIALIZED (
+        -- what a wording says once filler, neutral words and (unless the term has one) numbers are set aside,
+        -- lexeme by lexeme, and whether the term explains it: only where it counts (a wording holding none of the
+        -- term scores 0 whatever it says), for the wordings that cover some of the term, those that say "NOS", and
+        -- the descriptions an inherited one is measured against
+        SELECT w.id, w.code, w.is_description, x AS lexeme, x = ANY (q.explained) AS explained
+        FROM wording_key w CROSS JOIN cfg CROSS JOIN q CROSS JOIN LATERAL unnest(w.core) AS x
+        WHERE (w.id IN (SELECT id FROM coverage) OR 'nos' = ANY (w.lexemes)
+               OR (w.is_description AND w.code IN (SELECT k.code FROM wording_key k JOIN coverage USING (id)
+                                                   WHERE k.inherited)))
+          AND x <> ALL (cfg.neutral_lexemes) AND x <> ALL (w.filler) AND (q.numbers_count OR x !~ '^-*[0-9]+$')
+    ),
+    content_count AS (
+        SELECT id, count(*) AS size, count(*) FILTER (WHERE explained) AS explained FROM content GROUP BY id
+    ),
+    added AS (
+        -- through an inherited wording, what the code's description adds to that ancestor's (and to the
+        -- descriptions above it) is unexplained, unless the term explains it
+        SELECT w.id, count(*) AS unexplained
+        FROM wording_key w JOIN content d ON d.code = w.code AND d.is_description AND NOT d.explained
+        WHERE w.inherited
+          AND NOT EXISTS (SELECT 1 FROM ancestor_lexeme a
+                          WHERE a.code = w.code AND a.lexeme = d.lexeme AND starts_with(w.source, a.ancestor))
+        GROUP BY w.id
     ),
     wording_score AS MATERIALIZED (
-        SELECT w.code, w.grp, w.source, w.n, w.text, w.lexemes, w.content, cov.coverage,
+        SELECT w.code, w.grp, w.source, w.n, w.text, w.lexemes, cov.coverage,
+               coalesce(cc.size, 0) AS content_size, coalesce(cc.explained, 0) AS content_explained,
                cov.coverage * (0.4 + 0.6 * precision.value)
                    * CASE WHEN w.inherited THEN cfg.inherited_term_factor ELSE 1.0 END AS score
-        FROM content w
-        JOIN candidate c ON c.code = w.code
-        LEFT JOIN content d ON d.code = w.code AND d.is_description
-        LEFT JOIN wording_coverage wc ON wc.code = w.code AND wc.grp = w.grp AND wc.source = w.source AND wc.n = w.n
+        FROM wording_key w
+        LEFT JOIN content_count cc ON cc.id = w.id
+        LEFT JOIN added ON added.id = w.id
+        LEFT JOIN coverage wc ON wc.id = w.id
         CROSS JOIN cfg CROSS JOIN q,
              LATERAL (SELECT coalesce(wc.total, 0) / q.n_focus AS coverage) cov,
-             LATERAL (SELECT (SELECT count(*) FROM unnest(w.content) x WHERE x = ANY (q.explained)) AS explained) e,
-             -- the descriptions of the ancestor an inherited wording comes from and of the codes above that
-             LATERAL (SELECT ARRAY(SELECT unnest(a.lexemes) FROM medrag_code_term a
-                                   WHERE w.inherited AND a.release_id = code_release AND a.n = 0
-                                     AND a.code = ANY (c.above) AND starts_with(w.source, a.code)) AS lexemes
-                      OFFSET 0) reference,
-             LATERAL (
-                 SELECT cardinality(w.content) - e.explained
-                        -- through an inherited wording, what the code adds to that ancestor is unexplained
-                        + CASE WHEN w.inherited THEN
-                              (SELECT count(*) FROM unnest(d.content) x
-                               WHERE x <> ALL (q.explained) AND x <> ALL (reference.lexemes))
-                          ELSE 0 END
-                        -- an "Other ..." residual code is what the term did not say, unless it says "other"
-                        + CASE WHEN NOT q.asks_other AND w.says_other_word THEN 1 ELSE 0 END AS unexplained) u,
-             LATERAL (SELECT CASE WHEN e.explained + u.unexplained > 0
-                                  THEN e.explained::float8 / (e.explained + u.unexplained) ELSE 1.0 END AS value
+             LATERAL (SELECT coalesce(cc.explained, 0) AS explained,
+                             coalesce(cc.size, 0) - coalesce(cc.explained, 0) + coalesce(added.unexplained, 0)
+                             -- an "Other ..." residual code is what the term did not say, unless it says "other"
+                             + CASE WHEN NOT q.asks_other AND w.says_other_word THEN 1 ELSE 0 END AS unexplained) u,
+             LATERAL (SELECT CASE WHEN u.explained + u.unexplained > 0
+                                  THEN u.explained::float8 / (u.explained + u.unexplained) ELSE 1.0 END AS value
                      ) precision
         WHERE q.n_focus > 0
     ),
@@ -201,8 +225,8 @@ AS $$
     ),
     nos AS (
         -- the term is a "... NOS" wording of the code or a code above it: the code is its default
-        SELECT DISTINCT w.code FROM wording_score w, q
-        WHERE 'nos' = ANY (w.lexemes) AND cardinality(w.content) > 0 AND w.content <@ q.explained
+        SELECT DISTINCT w.code FROM wording_score w
+        WHERE 'nos' = ANY (w.lexemes) AND w.content_size > 0 AND w.content_explained = w.content_size
     ),
     lexical AS (
         SELECT c.code, coalesce(b.coverage, 0.0) AS coverage, coalesce(b.text, '') AS best_term,
@@ -234,6 +258,13 @@ AS $$
         SELECT coalesce(jsonb_object_agg(a.key, true) FILTER (WHERE EXISTS (
                    SELECT 1 FROM jsonb_array_elements_text(a.value) l WHERE l = ANY (q.lexemes))), '{}') AS what
         FROM cfg CROSS JOIN q CROSS JOIN jsonb_each(cfg.asks_for) a
+    ),
+    fused AS (
+        -- the lookups' places fused: a code's rank is 1 / (1 + its place in that order / 10)
+        SELECT c.code, sum((cfg.leg_weights ->> (h.value ->> 0))::float8 / (cfg.rrf_k + (h.value ->> 1)::int)
+                           ORDER BY h.n) AS value
+        FROM candidate c CROSS JOIN cfg CROSS JOIN LATERAL jsonb_array_elements(c.hits) WITH ORDINALITY AS h(value, n)
+        GROUP BY c.code
     ),
     named AS (
         -- what a code's description names (not in its "without" clause), and the chapter and block it is in
@@ -281,12 +312,10 @@ AS $$
                                   OR (side IN ('left', 'right') AND 'one' = ANY (q.asked_sides))))
                OR EXISTS (SELECT 1 FROM concept_lexeme n
                           WHERE n.role = 'negations' AND n.lexeme = ANY (named.lexemes)) AS contradicted,
-               -- the lookups' places fused: a code's rank is 1 / (1 + its place in that order / 10)
-               (SELECT sum((cfg.leg_weights ->> (h.value ->> 0))::float8 / (cfg.rrf_k + (h.value ->> 1)::int)
-                           ORDER BY h.n)
-                FROM jsonb_array_elements(c.hits) WITH ORDINALITY AS h(value, n)) AS fused
+               fused.value AS fused
         FROM candidate c JOIN lexical l ON l.code = c.code JOIN named ON named.code = c.code
         LEFT JOIN named_sides ns ON ns.code = c.code
+        JOIN fused ON fused.code = c.code
         CROSS JOIN q CROSS JOIN cfg CROSS JOIN asks
     ),
     ranked_feature AS (

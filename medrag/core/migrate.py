@@ -4,12 +4,12 @@ Two kinds of change, each applied its own way:
 
 - Tables, columns, indexes, triggers and data fixes live in the revisions of `migrations/versions/`, each written
   out in full: a revision never reads a file that may have changed since it was written.
-- The analyst SQL surface (views, search functions, the medrag_reader role's grants) lives in `sql/views.sql`,
-  `sql/search.sql` and `sql/roles.sql`, and in `generated.sql`, rendered from the Python rules SQL must share
-  (medrag.retrieval.generated_sql): functions and views only. `upgrade` applies them after the
-  revisions, once the database is at head, as Flyway applies repeatable scripts: in one transaction, only when one
-  of them differs from what medrag_sql_script recorded (by SHA-256), and then all of them in order, since a function
-  re-created by search.sql loses the rights roles.sql gave it.
+- The analyst SQL surface (views, search and code-scoring functions, the medrag_reader role's grants) lives in
+  `sql/views.sql`, `sql/search.sql`, `sql/codes.sql` and `sql/roles.sql`, and in `generated.sql`, rendered from the
+  Python rules SQL must share (medrag.retrieval.generated_sql): functions and views only. `upgrade` applies them
+  after the revisions, once the database is at head, as Flyway applies repeatable scripts: in one transaction, only
+  when one of them differs from what medrag_sql_script recorded (by SHA-256), and then all of them in order, since a
+  function re-created by search.sql loses the rights roles.sql gave it.
 
 `downgrade` first drops that surface (the scripts' functions and views, the reader's grants in this database) and
 clears medrag_sql_script, then runs the revisions' downgrades, which undo their own DDL. So after a downgrade to a
