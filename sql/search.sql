@@ -53,8 +53,8 @@ AS $$
        AND (NOT filters ? 'chapter' OR metadata ->> 'chapter' = filters ->> 'chapter')
 $$;
 
--- Refills the corpus statistics the search uses (medrag_term, medrag_word, medrag_code_wording): run after every
--- refresh that changes documents.
+-- Refills the corpus statistics the search uses (medrag_term, medrag_word, medrag_code_wording, and the planner's of
+-- document and chunk): run after every refresh that changes documents.
 CREATE OR REPLACE FUNCTION medrag_refresh_terms()
 RETURNS integer
 LANGUAGE plpgsql
@@ -62,6 +62,10 @@ AS $$
 DECLARE
     written integer;
 BEGIN
+    -- the planner's statistics of the rows the refresh wrote: until autovacuum gets to them, a fresh database plans
+    -- on guesses (the answer scorer's probe read chunk_tsv_gin rather than the smaller chunk_policy_tsv_gin)
+    ANALYZE document;
+    ANALYZE chunk;
     -- DELETE rather than TRUNCATE: searches running meanwhile keep reading the old rows instead of waiting.
     DELETE FROM medrag_term;
     INSERT INTO medrag_term (lexeme, ndoc)
