@@ -1,11 +1,11 @@
 """Candidates from every lookup, deduplicated and scored: a score that ranks, a calibrated confidence, tiers.
 
 PostgreSQL scores the candidates (medrag_score_codes in sql/codes.sql, which says what the score weighs): one
-set statement per system and round over the codes' stored details, so that psql and the finder can rank codes by one
-implementation. The numbers it weighs evidence by are named here and rendered into generated.sql
-(medrag_code_settings). The confidence shown is the probability that a coder accepts the code, from the score and the
-code's distance to its system's best (Calibration, fitted on the dev set by codes/fit.py); a code written in the term
-and found in the tables is exact (confidence 1).
+set statement per system and round over the codes' stored details, the first of the finder's steps in SQL, where
+psql's medrag_search can share them once the others are too (docs/codes.md). The numbers it weighs evidence by are
+named here and rendered into generated.sql (medrag_code_settings). The confidence shown is the probability that a
+coder accepts the code, from the score and the code's distance to its system's best (Calibration, fitted on the dev
+set by codes/fit.py); a code written in the term and found in the tables is exact (confidence 1).
 """
 
 from __future__ import annotations

@@ -53,12 +53,13 @@ class IndexRelease:
 
 @dataclass(frozen=True)
 class Term:
-    """A wording of a code (description, inclusion term) with the code it belongs to and its lexemes."""
+    """A wording of a code found outside its table rows (the Index entry that led to it), with the code it belongs
+    to and its lexemes: the scoring weighs it with the code's own wordings (sql/codes.sql)."""
 
     text: str
     source: str
     lexemes: frozenset[str]
-    core: frozenset[str]  # without nonessential modifiers and filler: what precision is measured on
+    core: frozenset[str]  # without nonessential modifiers: what precision is measured on
     negated: frozenset[str] = frozenset()  # what only its "without" clause names: covers nothing
 
 
@@ -132,7 +133,7 @@ class LookupResult:
     milliseconds: float = 0.0
 
 
-# -- details: what scoring needs about each code, read once per code ----------------------------------------------
+# -- details: what the finder shows and reflects on of each code, read once per code ------------------------------
 
 # medrag_code_details (sql/search.sql) reads medrag_code_detail, which the loaders write once per release
 _DETAILS = text("SELECT * FROM medrag_code_details(:release_id, CAST(:codes AS text[]), CAST(:kinds AS text[]))")
