@@ -123,17 +123,18 @@ AS $$
         LEFT JOIN icd10cm_section s ON s.release_id = d.release_id AND s.section_id = d.section_id
         WHERE d.kind = ANY (kinds) AND (d.termination_date IS NULL OR d.termination_date >= current_date)
     ),
+    term_row AS MATERIALIZED (
+        -- every wording of each candidate and of the codes above it, in one read per candidate
+        SELECT c.code AS candidate, t.*
+        FROM candidate c JOIN medrag_code_term t ON t.release_id = code_release AND t.code = ANY (c.code || c.above)
+    ),
     wording AS MATERIALIZED (
         -- the code's wordings (description first), the inclusion terms of the codes above it, then the Index entry
         -- that led to it (a wording of the header it gave, when the code is under that header)
-        SELECT c.code, 0 AS grp, t.code AS source, t.n, false AS inherited, t.text, t.lexemes,
-               coalesce(t.core, t.lexemes) AS core, coalesce(t.negated, '{}') AS negated,
-               coalesce(t.filler, '{}') AS filler, t.says_other
-        FROM candidate c JOIN medrag_code_term t ON t.release_id = code_release AND t.code = c.code
-        UNION ALL
-        SELECT c.code, 1, t.code, t.n, true, t.text, t.lexemes, coalesce(t.core, t.lexemes),
-               coalesce(t.negated, '{}'), coalesce(t.filler, '{}'), t.says_other
-        FROM candidate c JOIN medrag_code_term t ON t.release_id = code_release AND t.code = ANY (c.above) AND t.n > 0
+        SELECT t.candidate AS code, CASE WHEN t.code = t.candidate THEN 0 ELSE 1 END AS grp, t.code AS source, t.n,
+               t.code <> t.candidate AS inherited, t.text, t.lexemes, coalesce(t.core, t.lexemes) AS core,
+               coalesce(t.negated, '{}') AS negated, coalesce(t.filler, '{}') AS filler, t.says_other
+        FROM term_row t WHERE t.code = t.candidate OR t.n > 0
         UNION ALL
         SELECT c.code, 2, c.index_term ->> 1, 0, c.index_term ->> 1 <> c.code, c.index_term ->> 0,
                medrag_text_array(c.index_term -> 2), medrag_text_array(c.index_term -> 3),
@@ -146,9 +147,9 @@ AS $$
     ),
     ancestor_lexeme AS MATERIALIZED (
         -- the lexemes of the descriptions of the codes above each candidate
-        SELECT c.code, a.code AS ancestor, x AS lexeme
-        FROM candidate c JOIN medrag_code_term a ON a.release_id = code_release AND a.n = 0 AND a.code = ANY (c.above)
-        CROSS JOIN LATERAL unnest(a.lexemes) AS x
+        SELECT t.candidate AS code, t.code AS ancestor, x AS lexeme
+        FROM term_row t CROSS JOIN LATERAL unnest(t.lexemes) AS x
+        WHERE t.code <> t.candidate AND t.n = 0
     ),
     wording_key AS MATERIALIZED (
         -- each wording once more with a key, and what it is to the term
