@@ -84,7 +84,7 @@ AS $$
                -- the sides the term names: a code of another side than the term's is another code ("Hearing aid,
                -- monaural" for "hearing aids for both ears", "... left knee" for "right knee")
                medrag_with_both(ARRAY(SELECT DISTINCT side.value
-                                      FROM medrag_code_settings() cfg, jsonb_each_text(cfg.side_lexemes) side
+                                      FROM cfg, jsonb_each_text(cfg.side_lexemes) side
                                       WHERE side.key = ANY (t.explained))) AS asked_sides
         FROM (SELECT term ->> 'system' AS system,
                      ARRAY(SELECT jsonb_array_elements_text(term -> 'lexemes')) AS lexemes,
@@ -139,9 +139,7 @@ AS $$
         SELECT c.code, 2, c.index_term ->> 1, 0, c.index_term ->> 1 <> c.code, c.index_term ->> 0,
                medrag_text_array(c.index_term -> 2), medrag_text_array(c.index_term -> 3),
                medrag_text_array(c.index_term -> 4),
-               -- (the test before the call spares the call for the many entries without filler)
-               CASE WHEN c.index_term ->> 0 ~* 'complication|elsewhere|otherwise|specified'
-                    THEN medrag_filler_lexemes(c.index_term ->> 0) ELSE '{}' END,
+               medrag_filler_lexemes(c.index_term ->> 0),
                medrag_says_other(c.index_term ->> 0)
         FROM candidate c WHERE c.index_term IS NOT NULL
     ),

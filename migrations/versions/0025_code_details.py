@@ -52,7 +52,8 @@ AS $$
 $$;
 
 -- the lexemes of a wording's filler: "without complications", "not elsewhere classified", "Pneumonia, unspecified
--- organism" say what is not known, not what the code is
+-- organism" say what is not known, not what the code is. One expression, so it is inlined where it is called (a
+-- wording that names none of the filler's words is answered by the first test)
 CREATE FUNCTION medrag_filler_lexemes(wording text)
 RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -64,13 +65,17 @@ AS $$
                            CASE WHEN wording ~* 'not otherwise specified' THEN 'otherwis' END,
                            CASE WHEN wording ~* 'site not specified' THEN 'site' END,
                            CASE WHEN wording ~* 'not otherwise specified|site not specified|\ynot specified\y'
-                                THEN 'specifi' END], NULL)
-        || CASE WHEN wording ~* ',\s*unspecified\s' THEN ARRAY(
-               SELECT CASE lower(m[1]) WHEN 'organism' THEN 'organ' WHEN 'severity' THEN 'sever'
-                                       WHEN 'cause' THEN 'caus' WHEN 'laterality' THEN 'later' ELSE lower(m[1]) END
-               FROM regexp_matches(wording, ',\s*unspecified\s+(organism|site|type|part|severity|stage|region|side|'
-                                            'cause|laterality)\y', 'gi') AS m)
-           ELSE '{}' END END
+                                THEN 'specifi' END,
+                           CASE WHEN wording ~* ',\s*unspecified\s+organism\y' THEN 'organ' END,
+                           CASE WHEN wording ~* ',\s*unspecified\s+site\y' THEN 'site' END,
+                           CASE WHEN wording ~* ',\s*unspecified\s+type\y' THEN 'type' END,
+                           CASE WHEN wording ~* ',\s*unspecified\s+part\y' THEN 'part' END,
+                           CASE WHEN wording ~* ',\s*unspecified\s+severity\y' THEN 'sever' END,
+                           CASE WHEN wording ~* ',\s*unspecified\s+stage\y' THEN 'stage' END,
+                           CASE WHEN wording ~* ',\s*unspecified\s+region\y' THEN 'region' END,
+                           CASE WHEN wording ~* ',\s*unspecified\s+side\y' THEN 'side' END,
+                           CASE WHEN wording ~* ',\s*unspecified\s+cause\y' THEN 'caus' END,
+                           CASE WHEN wording ~* ',\s*unspecified\s+laterality\y' THEN 'later' END], NULL) END
 $$;
 
 -- a wording that says "other": an "Other ..." residual code is what a term did not say, unless it says "other"
