@@ -384,3 +384,251 @@ AS $$
                 ELSE '{}'::text[] END
 $$;
 
+
+-- The code finder's lookups (medrag/codes/plan.py runs each on its own connection, concurrently): each finds
+-- candidate codes one way and ranks them. Each is one SQL statement, so a call is inlined and planned with its
+-- values. A system is named by its documents' source ('icd10cm', 'hcpcs'); the release is the one searched.
+
+-- Codes written in the term, in the order written.
+CREATE OR REPLACE FUNCTION medrag_code_exact_leg(codes text[])
+RETURNS TABLE (code text, leg_rank integer, leg_score double precision)
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT t.code, t.n::int, 1.0::float8 FROM unnest(codes) WITH ORDINALITY AS t(code, n) ORDER BY t.n
+$$;
+
+-- Descriptions holding the term's stems ('%injur%'): codes matching more of the stems, then shorter ones, first. The
+-- trigram index answers ILIKE one stem at a time, so each description is matched once per stem that reaches it
+-- rather than once per stem for every description any stem reaches (thousands for "unspecifi"). A 7th-character
+-- form repeats its base code's words (the base code is ranked, its form chosen after); a HCPCS record terminated
+-- before today is no longer a code to report.
+CREATE OR REPLACE FUNCTION medrag_code_words_leg(code_release integer, code_source text, patterns text[],
+                                                 kinds text[], n integer)
+RETURNS TABLE (code text, leg_rank integer, leg_score double precision)
+LANGUAGE sql STABLE
+AS $$
+    SELECT m.code, (row_number() OVER (ORDER BY m.matched DESC, m.size, m.code))::int, m.matched::float8
+    FROM (
+        SELECT found.code, found.size, count(*) AS matched
+        FROM unnest(patterns) AS p(pattern)
+        CROSS JOIN LATERAL (
+            SELECT c.code, length(c.description) AS size FROM icd10cm_code c
+            WHERE code_source = 'icd10cm' AND c.release_id = code_release AND c.description ILIKE p.pattern
+              AND c.seventh_character IS NULL
+            UNION ALL
+            SELECT c.code, length(c.long_description) FROM hcpcs_code c
+            WHERE code_source = 'hcpcs' AND c.release_id = code_release AND c.long_description ILIKE p.pattern
+              AND c.kind = ANY (kinds) AND (c.termination_date IS NULL OR c.termination_date >= current_date)
+        ) found
+        GROUP BY found.code, found.size
+    ) m
+    ORDER BY m.matched DESC, m.size, m.code
+    LIMIT n
+$$;
+
+-- The current code documents' chunks (descriptions, inclusion terms, short descriptions, categories) matching a
+-- full-text query (to_tsquery's 'simple' syntax), best ranked first.
+CREATE OR REPLACE FUNCTION medrag_code_text_leg(code_source text, text_query text, n integer)
+RETURNS TABLE (code text, leg_rank integer, leg_score double precision)
+LANGUAGE sql STABLE
+AS $$
+    SELECT ranked.code, (row_number() OVER (ORDER BY ranked.rank DESC, ranked.code))::int, ranked.rank::float8
+    FROM (
+        SELECT d.key AS code, ts_rank_cd(c.tsv, q.tsq, 1) AS rank
+        FROM chunk c
+        JOIN document d ON d.id = c.document_id,
+             (SELECT to_tsquery('simple', text_query) AS tsq) q  -- parsed once, whatever the plan
+        WHERE d.source = code_source AND d.is_current AND c.tsv @@ q.tsq
+        ORDER BY rank DESC, d.key
+        LIMIT n
+    ) ranked
+    ORDER BY 2
+$$;
+
+-- Descriptions that hold a word like the typed text (pg_trgm's word_similarity, for a misspelt word or two), most
+-- similar first.
+CREATE OR REPLACE FUNCTION medrag_code_trigram_leg(code_release integer, code_source text, typed text, kinds text[],
+                                                   n integer)
+RETURNS TABLE (code text, leg_rank integer, leg_score double precision)
+LANGUAGE sql STABLE
+AS $$
+    SELECT hit.code, (row_number() OVER (ORDER BY hit.similarity DESC, hit.code))::int, hit.similarity
+    FROM (
+        SELECT c.code, word_similarity(typed, c.description)::float8 AS similarity FROM icd10cm_code c
+        WHERE code_source = 'icd10cm' AND c.release_id = code_release AND typed <% c.description
+          AND c.seventh_character IS NULL
+        UNION ALL
+        SELECT c.code, word_similarity(typed, c.long_description)::float8 FROM hcpcs_code c
+        WHERE code_source = 'hcpcs' AND c.release_id = code_release AND typed <% c.long_description
+          AND c.kind = ANY (kinds) AND (c.termination_date IS NULL OR c.termination_date >= current_date)
+        ORDER BY 2 DESC, 1
+        LIMIT n
+    ) hit
+    ORDER BY 2
+$$;
+
+-- The current code documents nearest the term's embedding. Each system's branch names its source as a constant, as
+-- its partial HNSW index's predicate does (revision 0020), so the index serves it whatever the plan; the caller sets
+-- hnsw.iterative_scan so the scan goes on until enough chunks of that source are found.
+CREATE OR REPLACE FUNCTION medrag_code_vector_leg(code_source text, query_embedding vector, n integer)
+RETURNS TABLE (code text, leg_rank integer, leg_score double precision)
+LANGUAGE sql STABLE
+AS $$
+    SELECT d.key, (row_number() OVER (ORDER BY near.distance, d.key))::int, (1 - near.distance)::float8
+    FROM (
+        (SELECT c.document_id, v.embedding <=> query_embedding AS distance
+         FROM chunk_vector v JOIN chunk c ON c.id = v.chunk_id JOIN document d ON d.id = c.document_id
+         WHERE code_source = 'icd10cm' AND v.source = 'icd10cm' AND d.is_current
+         ORDER BY v.embedding <=> query_embedding
+         LIMIT n)
+        UNION ALL
+        (SELECT c.document_id, v.embedding <=> query_embedding AS distance
+         FROM chunk_vector v JOIN chunk c ON c.id = v.chunk_id JOIN document d ON d.id = c.document_id
+         WHERE code_source = 'hcpcs' AND v.source = 'hcpcs' AND d.is_current
+         ORDER BY v.embedding <=> query_embedding
+         LIMIT n)
+    ) near
+    JOIN document d ON d.id = near.document_id
+    ORDER BY 2
+$$;
+
+-- The billable ICD-10-CM codes under headers (E11), or those billable with a 7th character, in tabular order: what
+-- narrowing a header to the codes to report reads.
+CREATE OR REPLACE FUNCTION medrag_code_children_leg(code_release integer, headers text[], n integer)
+RETURNS TABLE (code text, leg_rank integer, leg_score double precision)
+LANGUAGE sql STABLE
+AS $$
+    WITH RECURSIVE tree AS (
+        SELECT c.code, c.billable, c.tabular_order FROM icd10cm_code c
+        WHERE c.release_id = code_release AND c.parent_code = ANY (headers) AND c.seventh_character IS NULL
+        UNION ALL
+        SELECT c.code, c.billable, c.tabular_order FROM icd10cm_code c
+        JOIN tree t ON c.release_id = code_release AND c.parent_code = t.code AND c.seventh_character IS NULL
+    )
+    SELECT t.code, (row_number() OVER (ORDER BY t.tabular_order, t.code))::int, 1.0::float8
+    FROM tree t
+    WHERE t.billable OR EXISTS (SELECT 1 FROM icd10cm_code x WHERE x.release_id = code_release
+                                AND x.parent_code = t.code AND x.seventh_character IS NOT NULL)
+    ORDER BY t.tabular_order, t.code
+    LIMIT n
+$$;
+
+-- A tsquery matching any of the lexemes. Immutable, so a call on a constant is evaluated once, as the plan is made:
+-- the GIN index is then searched, and estimated, for its value.
+CREATE OR REPLACE FUNCTION medrag_any_lexeme(lexemes text[])
+RETURNS tsquery
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT to_tsquery('simple', string_agg(quote_literal(l.lexeme), ' | ' ORDER BY l.lexeme))
+    FROM (SELECT DISTINCT unnest(lexemes) AS lexeme) l
+$$;
+
+-- A tsquery matching what holds at least two of the lexemes (NULL for fewer than two). Immutable, as above.
+CREATE OR REPLACE FUNCTION medrag_two_lexemes(lexemes text[])
+RETURNS tsquery
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT to_tsquery('simple', string_agg(quote_literal(a.lexeme) || ' & ' || quote_literal(b.lexeme), ' | '
+                                           ORDER BY a.lexeme, b.lexeme))
+    FROM (SELECT DISTINCT unnest(lexemes) AS lexeme) a
+    JOIN (SELECT DISTINCT unnest(lexemes) AS lexeme) b ON a.lexeme < b.lexeme
+$$;
+
+-- Index entries (icd10cm_index_entry of index_release: the Index, the External Cause Index, the Tables of Drugs and
+-- of Neoplasms) sharing most of the term's lexemes (their path, modifiers and the words of the references that lead
+-- to them), then the fewest words the term does not explain, then the shortest path; a code ending in "-" is the
+-- header to narrow. Each lexeme is one tsquery, parsed once: counting the ones an entry's vector matches is much
+-- cheaper than intersecting arrays for the thousands of entries a common word ("disease") reaches. With two_tiers
+-- the entries sharing two or more lexemes are scored first, and those sharing one are read only when they are too
+-- few, so a common word's thousands are mostly never scored (false reads them all: the same rows). An entry outside
+-- the first tier then shares exactly one lexeme, and its core lexemes hold that one or none: both known without
+-- counting. The orders are total, so the same entry speaks for a code every time.
+--
+-- What a wording from a deep entry is measured on: its main term and its last subterm ("Screening > neoplasm > breast
+-- > routine mammogram": screening, mammogram), the levels between being the way there, which the last one implies. A
+-- last subterm of stop words only ("Hypertension > portal > in", the derived CSV having dropped what followed a
+-- modifier) says nothing by itself: the level above it counts too. So does a level a connective subterm qualifies
+-- ("Alcohol > intoxication > with > dependence" is alcohol intoxication with dependence, F10.229, not the alcohol
+-- dependence of "Dependence > alcohol", F10.20).
+CREATE OR REPLACE FUNCTION medrag_code_index_leg(code_release integer, index_release integer, term_lexemes text[],
+                                                 n integer, two_tiers boolean DEFAULT true)
+RETURNS TABLE (code text, leg_rank integer, leg_score double precision, evidence text, lexemes text[],
+               core_lexemes text[], negated text[])
+LANGUAGE sql STABLE
+AS $$
+    WITH term_query AS (
+        SELECT array_agg(to_tsquery('simple', quote_literal(l.lexeme))) AS queries,
+               CASE WHEN two_tiers THEN medrag_two_lexemes(term_lexemes) END AS pairs
+        FROM (SELECT DISTINCT unnest(term_lexemes) AS lexeme) l
+    ),
+    entry AS NOT MATERIALIZED (
+        SELECT e.*, CASE e.index_name WHEN 'diseases' THEN 'Index' WHEN 'external_causes' THEN 'External Cause Index'
+                                      WHEN 'drugs' THEN 'Table of Drugs' WHEN 'neoplasms' THEN 'Neoplasm Table'
+                    END AS index_title,
+               (SELECT count(DISTINCT c.lexeme) FROM unnest(e.core_lexemes) AS c(lexeme)
+                WHERE c.lexeme = ANY (term_lexemes))::float8 AS core_shared
+        FROM icd10cm_index_entry e
+        WHERE e.release_id = index_release AND e.code IS NOT NULL
+    ),
+    strong AS (
+        SELECT e.index_name, e.entry_id, e.path, e.nemod, e.column_name, e.code, e.core_lexemes, e.search_vector,
+               (SELECT count(*) FROM unnest(t.queries) AS q(query) WHERE e.search_vector @@ q.query)::int AS shared,
+               e.core_shared / greatest(cardinality(e.core_lexemes), 1) AS precision, e.index_title
+        FROM entry e, term_query t
+        WHERE e.search_vector @@ t.pairs
+        ORDER BY shared DESC, precision DESC, cardinality(e.path), e.code, e.entry_id
+        LIMIT 4 * n
+    ),
+    weak AS (
+        SELECT e.index_name, e.entry_id, e.path, e.nemod, e.column_name, e.code, e.core_lexemes, e.search_vector,
+               CASE WHEN t.pairs IS NULL
+                    THEN (SELECT count(*) FROM unnest(t.queries) AS q(query) WHERE e.search_vector @@ q.query)::int
+                    ELSE 1 END AS shared,
+               CASE WHEN t.pairs IS NULL THEN e.core_shared
+                    ELSE (e.core_lexemes && term_lexemes)::int::float8 END
+                   / greatest(cardinality(e.core_lexemes), 1) AS precision,
+               e.index_title
+        FROM entry e, term_query t
+        WHERE e.search_vector @@ medrag_any_lexeme(term_lexemes)
+          AND (SELECT count(*) FROM strong) < 4 * n AND e.entry_id NOT IN (SELECT entry_id FROM strong)
+        ORDER BY shared DESC, precision DESC, cardinality(e.path), e.code, e.entry_id
+        LIMIT 4 * n
+    ),
+    matched AS (
+        SELECT * FROM (SELECT * FROM strong UNION ALL SELECT * FROM weak) found
+        ORDER BY shared DESC, precision DESC, cardinality(path), code, entry_id
+        LIMIT 4 * n
+    ),
+    entry_code AS (
+        SELECT c.code, m.shared, m.precision, cardinality(m.path) AS levels, m.entry_id,
+               tsvector_to_array(m.search_vector) AS lexemes,
+               CASE WHEN cardinality(m.path) > 2
+                    THEN medrag_lexemes(
+                        split_part(m.path[1], ',', 1) || ' '
+                        || coalesce((SELECT string_agg(m.path[i], ' ' ORDER BY i)
+                                     FROM generate_subscripts(m.path, 1) AS i
+                                     WHERE i > 1 AND i < cardinality(m.path) - 1
+                                       AND m.path[i + 1] ~* '^(with|without|in|due to|following|during)$') || ' ', '')
+                        || CASE WHEN length(to_tsvector('english', m.path[cardinality(m.path)])) = 0
+                                THEN m.path[cardinality(m.path) - 1] || ' ' ELSE '' END
+                        || m.path[cardinality(m.path)]
+                        || coalesce(' ' || regexp_replace(m.column_name, '\([^)]*\)', ' ', 'g'), ''))
+                    ELSE m.core_lexemes END AS core_lexemes,
+               medrag_without_lexemes(array_to_string(m.path || m.nemod, ', ')) AS negated,
+               m.index_title || ': ' || array_to_string(m.path, ' > ') || coalesce(', ' || m.column_name, '')
+                   || ' -> ' || m.code AS evidence
+        FROM matched m
+        JOIN icd10cm_code c ON c.release_id = code_release AND c.code = rtrim(m.code, '.-')
+    ),
+    coded AS (
+        SELECT DISTINCT ON (code) code, shared + precision AS score, lexemes, core_lexemes, negated, evidence
+        FROM entry_code
+        -- among a code's entries that match alike, the one with the fewest levels (then the first listed) is shown
+        ORDER BY code, shared DESC, precision DESC, levels, entry_id
+    )
+    SELECT code, (row_number() OVER (ORDER BY score DESC, code))::int, score::float8, evidence, lexemes,
+           core_lexemes, negated
+    FROM coded
+    ORDER BY 2
+    LIMIT n
+$$;

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from sqlalchemy import text
 
 from medrag.cli import main
-from medrag.codes import HCPCS, ICD10CM, CodeFinder, plan
+from medrag.codes import HCPCS, ICD10CM, CodeFinder
 
 
 @pytest.fixture(scope="module")
@@ -40,11 +40,18 @@ def test_index_tables_load_with_the_fy2025_release(indexed_engine) -> None:
     assert fy2025_codes > 70_000  # the order file's billable codes, FY2025 having no tabular XML offline
 
 
-def test_pairs_tsquery_quotes_each_lexeme_and_needs_two() -> None:
-    assert plan.pairs_tsquery(["leg", "pain", "leg"]) == "('leg' & 'pain')"
-    assert plan.pairs_tsquery(["o'brien", "sign", "test"]) == (
-        "('o''brien' & 'sign') | ('o''brien' & 'test') | ('sign' & 'test')")
-    assert plan.pairs_tsquery(["leg"]) is None and plan.pairs_tsquery(["a\\b", "leg"]) is None
+def test_the_index_legs_tsqueries_quote_each_lexeme_and_pairs_need_two(indexed_engine) -> None:
+    with indexed_engine.connect() as conn:
+        def query(function: str, lexemes: list[str]) -> str | None:
+            return conn.execute(text(f"SELECT {function}(CAST(:lexemes AS text[]))::text"),
+                                {"lexemes": lexemes}).scalar()
+
+        assert query("medrag_two_lexemes", ["pain", "leg", "leg"]) == "'leg' & 'pain'"
+        # quoted, a lexeme with an apostrophe is one operand, which the parser reads as its two words in a row
+        assert query("medrag_two_lexemes", ["o'brien", "sign", "test"]) == (
+            "'o' <-> 'brien' & 'sign' | 'o' <-> 'brien' & 'test' | 'sign' & 'test'")
+        assert query("medrag_two_lexemes", ["leg", "leg"]) is None
+        assert query("medrag_any_lexeme", ["pain", "leg", "pain"]) == "'leg' | 'pain'"
 
 
 def test_the_index_leg_reads_entries_sharing_one_word_only_when_too_few_share_two(indexed_engine) -> None:
@@ -52,18 +59,18 @@ def test_the_index_leg_reads_entries_sharing_one_word_only_when_too_few_share_tw
     with indexed_engine.connect() as conn:
         release_id = conn.execute(text("SELECT id FROM release WHERE source = 'icd10cm' AND label = 'FY2025'")
                                   ).scalar()
-        statement = text(plan.lookup_statement("index", ICD10CM))
+        statement = text("SELECT * FROM medrag_code_index_leg(:release, :release, CAST(:lexemes AS text[]), :limit, "
+                         ":two_tiers)")
 
-        def lookup(pairs: str | None, limit: int) -> list[tuple]:
+        def lookup(two_tiers: bool, limit: int) -> list[tuple]:
             return [tuple(row) for row in conn.execute(statement, {
-                "release_id": release_id, "index_release_id": release_id, "limit": limit, "lexemes": lexemes,
-                "tsquery": " | ".join(f"'{lexeme}'" for lexeme in lexemes), "pairs_tsquery": pairs})]
+                "release": release_id, "lexemes": lexemes, "limit": limit, "two_tiers": two_tiers})]
 
         # 20 entries sharing two words are enough for 5 codes; 2,000 are not, so those sharing one are read too.
         # Without pairs every entry sharing one word is read: the rows (codes, ranks, evidence) must be the same.
         for limit in (5, 500):
-            two_tiers = lookup(plan.pairs_tsquery(lexemes), limit)
-            assert two_tiers and two_tiers == lookup(None, limit)
+            two_tiers = lookup(True, limit)
+            assert two_tiers and two_tiers == lookup(False, limit)
 
 
 def test_screening_mammogram_encounter_finds_z12_31_first_through_the_index(finder) -> None:

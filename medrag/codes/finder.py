@@ -452,8 +452,7 @@ class _Search:
             index_release = self.finder.index_release(self.releases[system]) if system == ICD10CM else None
             lexemes = self.query.searched_lexemes(system)
             if index_release is not None and lexemes:
-                futures.append(self._submit(Lookup("index", system, tsquery=self.query.any_tsquery(system),
-                                                   lexemes=lexemes, index_release=index_release)))
+                futures.append(self._submit(Lookup("index", system, lexemes=lexemes, index_release=index_release)))
         return futures
 
     def _kinds(self, system: str) -> tuple[str, ...]:

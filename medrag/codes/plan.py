@@ -1,11 +1,10 @@
 """The statements of a code search: lookups that find codes, and the one that reads what scoring needs.
 
-A lookup finds candidate codes one way, one SQL statement each: exact code, description words through the
-trigram index, full text of the code documents, trigram similarity for misspellings, vector neighbours, billable
-codes under a header. Then one statement per system reads each new code's details from the chosen release's
-table: description, inclusion terms (its own and those of the codes above it) with their lexemes as PostgreSQL's
-english configuration stems them, billable flag, parent, LCD listing. A code the release does not have (or a
-terminated HCPCS code) gets no details and is never returned.
+A lookup finds candidate codes one way, one SQL function each (sql/codes.sql): exact code, description words
+through the trigram index, full text of the code documents, trigram similarity for misspellings, vector neighbours,
+the ICD-10-CM Index, billable codes under a header. Then one statement per system reads each new code's details
+(medrag_code_details): description, billable flag, parent, 7th-character forms, lexemes. A code the release does
+not have (or a terminated HCPCS code) gets no details and is never returned.
 """
 
 from __future__ import annotations
@@ -139,254 +138,22 @@ class LookupResult:
 _DETAILS = text("SELECT * FROM medrag_code_details(:release_id, CAST(:codes AS text[]), CAST(:kinds AS text[]))")
 
 
-# -- legs ----------------------------------------------------------------------------------------------------------
+# -- legs: sql/codes.sql medrag_code_<leg>_leg, one statement each -------------------------------------------------
 
-_TABLE = {ICD10CM: ("icd10cm_code", "description"), HCPCS: ("hcpcs_code", "long_description")}
-
-
-# The release as the trigram indexes' first column reads it: psycopg sends a small int as smallint, which btree_gin's
-# integer operator class does not compare, and the index would then read the matches of every loaded release.
-_RELEASE = "CAST(:release_id AS integer)"
-
-
-def _listed(system: str) -> str:
-    # A 7th-character form repeats its base code's words; the base code is ranked and its form chosen after (and
-    # the trigram index covers the listed codes only).
-    return " AND c.seventh_character IS NULL" if system == ICD10CM else ""
+_LEG_CALLS = {
+    "exact": "medrag_code_exact_leg(CAST(:codes AS text[]))",
+    "words": "medrag_code_words_leg(:release_id, :source, CAST(:patterns AS text[]), CAST(:kinds AS text[]), :limit)",
+    "fulltext": "medrag_code_text_leg(:source, :tsquery, :limit)",
+    "trigram": "medrag_code_trigram_leg(:release_id, :source, :text, CAST(:kinds AS text[]), :limit)",
+    "vector": "medrag_code_vector_leg(:source, CAST(:embedding AS vector), :limit)",
+    "children": "medrag_code_children_leg(:release_id, CAST(:codes AS text[]), :limit)",
+    "index": "medrag_code_index_leg(:release_id, :index_release_id, CAST(:lexemes AS text[]), :limit)",
+}
 
 
-def _row_filter(system: str) -> str:
-    if system == ICD10CM:
-        return _listed(system)
-    return (" AND c.kind = ANY(CAST(:kinds AS text[]))"
-            # A record terminated before today is no longer a valid code to report.
-            " AND (c.termination_date IS NULL OR c.termination_date >= current_date)")
-
-
-def _exact_hit(_system: str) -> str:
-    return """
-hit AS (
-    SELECT t.code, t.n::int AS leg_rank, 1.0::float AS leg_score
-    FROM unnest(CAST(:codes AS text[])) WITH ORDINALITY AS t(code, n)
-)"""
-
-
-def _words_hit(system: str) -> str:
-    table, column = _TABLE[system]
-    # The trigram index answers ILIKE '%stem%' one stem at a time, so each description is matched once per stem that
-    # reaches it rather than once per stem for every description any stem reaches (thousands for "unspecifi");
-    # codes matching more of the stems, then shorter ones, come first.
-    return f"""
-hit AS (
-    SELECT m.code, (row_number() OVER (ORDER BY m.matched DESC, m.size, m.code))::int AS leg_rank,
-           m.matched::float AS leg_score
-    FROM (
-        SELECT found.code, found.size, count(*) AS matched
-        FROM unnest(CAST(:patterns AS text[])) AS p(pattern)
-        CROSS JOIN LATERAL (
-            SELECT c.code, length(c.{column}) AS size FROM {table} c
-            WHERE c.release_id = {_RELEASE} AND c.{column} ILIKE p.pattern{_row_filter(system)}
-        ) found
-        GROUP BY found.code, found.size
-    ) m
-    ORDER BY m.matched DESC, m.size, m.code
-    LIMIT :limit
-)"""
-
-
-def _fulltext_hit(_system: str) -> str:
-    # The code documents' chunks carry descriptions, inclusion terms, short descriptions and categories, with a
-    # GIN index; they exist for current releases, and codes are re-read from the chosen release's table.
-    return """
-hit AS (
-    SELECT ranked.code, (row_number() OVER (ORDER BY ranked.rank DESC, ranked.code))::int AS leg_rank,
-           ranked.rank::float AS leg_score
-    FROM (
-        SELECT d.key AS code, ts_rank_cd(c.tsv, q.tsq, 1) AS rank
-        FROM chunk c
-        JOIN document d ON d.id = c.document_id,
-             (SELECT to_tsquery('simple', :tsquery) AS tsq) q
-        WHERE d.source = :source AND d.is_current AND c.tsv @@ q.tsq
-        ORDER BY rank DESC, d.key
-        LIMIT :limit
-    ) ranked
-)"""
-
-
-def _trigram_hit(system: str) -> str:
-    table, column = _TABLE[system]
-    return f"""
-hit AS (
-    SELECT c.code, (row_number() OVER (ORDER BY word_similarity(:text, c.{column}) DESC, c.code))::int AS leg_rank,
-           word_similarity(:text, c.{column})::float AS leg_score
-    FROM {table} c
-    WHERE c.release_id = {_RELEASE} AND :text <% c.{column}{_row_filter(system)}
-    ORDER BY leg_score DESC, c.code
-    LIMIT :limit
-)"""
-
-
-def _vector_hit(system: str) -> str:
-    # the source written as a constant, as in its partial HNSW index's predicate (migration 0009): a bound
-    # parameter would not let the planner prove that the index covers the rows
-    return f"""
-hit AS (
-    SELECT d.key AS code, (row_number() OVER (ORDER BY n.distance, d.key))::int AS leg_rank,
-           (1 - n.distance)::float AS leg_score
-    FROM (
-        SELECT c.document_id, v.embedding <=> CAST(:embedding AS vector) AS distance
-        FROM chunk_vector v
-        JOIN chunk c ON c.id = v.chunk_id
-        JOIN document d ON d.id = c.document_id
-        WHERE v.source = '{DOCUMENT_SOURCE[system]}' AND d.is_current
-        ORDER BY v.embedding <=> CAST(:embedding AS vector)
-        LIMIT :limit
-    ) n
-    JOIN document d ON d.id = n.document_id
-)"""
-
-
-def _children_hit(_system: str) -> str:
-    # Narrowing a header (E11) to the billable codes under it (or billable with a 7th character), in tabular order.
-    return """
-tree AS (
-    SELECT c.code, c.billable, c.tabular_order FROM icd10cm_code c
-    WHERE c.release_id = :release_id AND c.parent_code = ANY(CAST(:codes AS text[])) AND c.seventh_character IS NULL
-    UNION ALL
-    SELECT c.code, c.billable, c.tabular_order FROM icd10cm_code c
-    JOIN tree t ON c.release_id = :release_id AND c.parent_code = t.code AND c.seventh_character IS NULL
-),
-hit AS (
-    SELECT code, (row_number() OVER (ORDER BY tabular_order, code))::int AS leg_rank, 1.0::float AS leg_score
-    FROM tree t
-    WHERE t.billable OR EXISTS (SELECT 1 FROM icd10cm_code x WHERE x.release_id = :release_id
-                                AND x.parent_code = t.code AND x.seventh_character IS NOT NULL)
-    ORDER BY tabular_order
-    LIMIT :limit
-)"""
-
-
-# What each index is called in a trace line.
-INDEX_TITLES = {"diseases": "Index", "external_causes": "External Cause Index", "drugs": "Table of Drugs",
-                "neoplasms": "Neoplasm Table"}
-_INDEX_TITLE_SQL = "CASE e.index_name " + " ".join(
-    f"WHEN '{name}' THEN '{title}'" for name, title in INDEX_TITLES.items()) + " END"
-
-
-# What a wording from a deep Index entry is measured on: its main term and its last subterm ("Screening > neoplasm >
-# breast > routine mammogram": screening, mammogram), the levels between being the way there, which the last one
-# implies. A last subterm of stop words only ("Hypertension > portal > in", the derived CSV having dropped what
-# followed a modifier) says nothing by itself: the level above it counts too. So does a level a connective subterm
-# qualifies ("Alcohol > intoxication > with > dependence" is alcohol intoxication with dependence, F10.229, not the
-# alcohol dependence of "Dependence > alcohol", F10.20).
-_LAST = "m.path[cardinality(m.path)]"
-_CONNECTIVE = "'^(with|without|in|due to|following|during)$'"
-_QUALIFIED_LEVELS = ("coalesce((SELECT string_agg(m.path[i], ' ' ORDER BY i) FROM generate_subscripts(m.path, 1) AS i "
-                     f"WHERE i > 1 AND i < cardinality(m.path) - 1 AND m.path[i + 1] ~* {_CONNECTIVE}) || ' ', '')")
-_INDEX_ENDS = (f"split_part(m.path[1], ',', 1) || ' ' || {_QUALIFIED_LEVELS} "
-               f"|| CASE WHEN length(to_tsvector('english', {_LAST})) = 0 "
-               f"THEN m.path[cardinality(m.path) - 1] || ' ' ELSE '' END || {_LAST} "
-               "|| coalesce(' ' || regexp_replace(m.column_name, '\\([^)]*\\)', ' ', 'g'), '')")
-
-
-# How Index entries rank: the most of the term's lexemes shared, then the fewest words it leaves unexplained, then
-# the shortest path; a total order, so the two reads of _index_hit and every run agree on it.
-def _index_order(alias: str = "") -> str:
-    return f"shared DESC, precision DESC, cardinality({alias}path), {alias}code, {alias}entry_id"
-
-
-def _index_matches(name: str, condition: str, shared: str, precision: str) -> str:
-    """The Index entries passing `condition`, with how many of the term's lexemes each shares, best first."""
-    return f"""{name} AS (
-    SELECT e.index_name, e.entry_id, e.path, e.nemod, e.column_name, e.code, e.core_lexemes, e.search_vector,
-           {shared} AS shared, {precision} / greatest(cardinality(e.core_lexemes), 1) AS precision,
-           {_INDEX_TITLE_SQL} AS index_title
-    FROM icd10cm_index_entry e, term_query t
-    WHERE e.release_id = :index_release_id AND e.code IS NOT NULL AND {condition}
-    ORDER BY {_index_order("e.")}
-    LIMIT 4 * :limit
-)"""
-
-
-# How many of the term's lexemes an entry shares, and how many of its core lexemes are the term's.
-_SHARED = "(SELECT count(*) FROM unnest(t.queries) AS q(query) WHERE e.search_vector @@ q.query)::int"
-_CORE_SHARED = ("(SELECT count(DISTINCT lexeme) FROM unnest(e.core_lexemes) AS c(lexeme) "
-                "WHERE c.lexeme = ANY(CAST(:lexemes AS text[])))::float")
-# An entry outside `strong` shares exactly one lexeme when there are pairs (every entry sharing two matches one), and
-# its core lexemes, a subset of its lexemes, hold that one or none: both are known without counting, for the
-# thousands of entries one common word ("leg") reaches.
-_SHARED_ONE = f"CASE WHEN :pairs_tsquery IS NULL THEN {_SHARED} ELSE 1 END"
-_CORE_SHARED_ONE = (f"CASE WHEN :pairs_tsquery IS NULL THEN {_CORE_SHARED} "
-                    "ELSE (e.core_lexemes && CAST(:lexemes AS text[]))::int::float END")
-
-
-def _index_hit(_system: str) -> str:
-    # Index entries sharing most of the term's lexemes (their path, modifiers and the words of the references that
-    # lead to them), then the fewest words the term does not explain. A code ending in "-" is the header to narrow.
-    # Each of the term's lexemes is one tsquery, parsed once: counting the ones an entry's vector matches is much
-    # cheaper than intersecting arrays for the thousands of entries a common word ("disease") reaches. The entries
-    # sharing two or more lexemes (a tsquery of every pair) are scored first; only when they are too few are the
-    # entries sharing one read too, so a common word's thousands are mostly never scored (the same codes and ranks
-    # on 91 lookups of the retrieval dev questions; the lookup's p50 19 -> 13 ms). The orders are total, so the
-    # same entry speaks for a code every time.
-    return f"""
-term_query AS (
-    SELECT array_agg(to_tsquery('simple', quote_literal(lexeme))) AS queries
-    FROM (SELECT DISTINCT unnest(CAST(:lexemes AS text[])) AS lexeme) l
-),
-{_index_matches("strong", "e.search_vector @@ to_tsquery('simple', :pairs_tsquery)", _SHARED, _CORE_SHARED)},
-{_index_matches("weak", "e.search_vector @@ to_tsquery('simple', :tsquery) "
-                "AND (SELECT count(*) FROM strong) < 4 * :limit AND e.entry_id NOT IN (SELECT entry_id FROM strong)",
-                _SHARED_ONE, _CORE_SHARED_ONE)},
-matched AS (
-    SELECT * FROM (SELECT * FROM strong UNION ALL SELECT * FROM weak) found
-    ORDER BY {_index_order()}
-    LIMIT 4 * :limit
-),
-entry_code AS (
-    SELECT c.code, m.shared, m.precision, cardinality(m.path) AS levels, m.entry_id,
-           tsvector_to_array(m.search_vector) AS lexemes,
-           CASE WHEN cardinality(m.path) > 2 THEN medrag_lexemes({_INDEX_ENDS}) ELSE m.core_lexemes END AS core_lexemes,
-           medrag_without_lexemes(array_to_string(m.path || m.nemod, ', ')) AS negated,
-           m.index_title || ': ' || array_to_string(m.path, ' > ') || coalesce(', ' || m.column_name, '')
-               || ' -> ' || m.code AS evidence
-    FROM matched m
-    JOIN icd10cm_code c ON c.release_id = :release_id AND c.code = rtrim(m.code, '.-')
-),
-coded AS (
-    SELECT DISTINCT ON (code) code, shared + precision AS score, lexemes, core_lexemes, negated, evidence
-    FROM entry_code
-    -- among a code's entries that match alike, the one with the fewest levels (then the first listed) is shown
-    ORDER BY code, shared DESC, precision DESC, levels, entry_id
-),
-hit AS (
-    SELECT code, (row_number() OVER (ORDER BY score DESC, code))::int AS leg_rank, score::float AS leg_score,
-           evidence, lexemes, core_lexemes, negated
-    FROM coded
-    ORDER BY leg_rank
-    LIMIT :limit
-)"""
-
-
-_LEGS = {"exact": _exact_hit, "words": _words_hit, "fulltext": _fulltext_hit, "trigram": _trigram_hit,
-         "vector": _vector_hit, "children": _children_hit, "index": _index_hit}
-
-
-def lookup_statement(leg: str, system: str) -> str:
-    """The SQL of one leg for one system: codes with their rank and score in that leg."""
-    extra = ", evidence, lexemes, core_lexemes, negated" if leg == "index" else ""
-    return (f"WITH RECURSIVE {_LEGS[leg](system).lstrip()}\n"
-            f"SELECT code, leg_rank, leg_score{extra} FROM hit ORDER BY leg_rank")
-
-
-def pairs_tsquery(lexemes: Sequence[str]) -> str | None:
-    """A tsquery matching what shares at least two of the lexemes, each quoted as quote_literal quotes it (None
-    when there are fewer than two, or one quote_literal would write with E'' escapes)."""
-    distinct = list(dict.fromkeys(lexemes))
-    if len(distinct) < 2 or any("\\" in lexeme for lexeme in distinct):
-        return None
-    quoted = ["'" + lexeme.replace("'", "''") + "'" for lexeme in distinct]
-    return " | ".join(f"({first} & {second})" for number, first in enumerate(quoted) for second in quoted[number + 1:])
+def lookup_statement(leg: str) -> str:
+    """The SQL of one leg: codes with their rank and score in that leg (and, for the index leg, its entry)."""
+    return f"SELECT * FROM {_LEG_CALLS[leg]} ORDER BY leg_rank"
 
 
 def vector_literal(values: Sequence[float]) -> str:
@@ -405,9 +172,8 @@ def run_lookup(engine: Engine, lookup: Lookup, release: CodeRelease, limit: int 
         "embedding": vector_literal(lookup.embedding) if lookup.embedding is not None else None,
         "lexemes": list(lookup.lexemes),
         "index_release_id": lookup.index_release.release_id if lookup.index_release else None,
-        "pairs_tsquery": pairs_tsquery(lookup.lexemes),
     }
-    statement = text(lookup_statement(lookup.leg, lookup.system))
+    statement = text(lookup_statement(lookup.leg))
     with engine.begin() as conn:
         if lookup.leg == "vector":
             # Keep the HNSW scan going until enough code chunks pass the source filter (pgvector >= 0.8).
@@ -561,6 +327,11 @@ def semantic_similarities(engine: Engine, system: str, codes: Sequence[str], emb
     params = {"source": DOCUMENT_SOURCE[system], "codes": list(codes), "embedding": vector_literal(embedding)}
     with engine.connect() as conn:
         return {row.code: row.similarity for row in conn.execute(_SIMILARITIES, params)}
+
+
+# The release as the trigram index's first column reads it: psycopg sends a small int as smallint, which btree_gin's
+# integer operator class does not compare, and the index would then read the matches of every loaded release.
+_RELEASE = "CAST(:release_id AS integer)"
 
 
 # The word of the release's descriptions (medrag_code_word) that corrects the typed word: among those similar enough

@@ -147,10 +147,6 @@ class TermQuery:
                  for lexeme in wording.lexemes}
         return tuple(sorted(found))
 
-    def any_tsquery(self, system: str) -> str:
-        """Full-text query matching any lexeme of the searched concepts."""
-        return " | ".join(_quote(lexeme) for lexeme in self.searched_lexemes(system))
-
     def describe(self) -> str:
         """'copd (= chronic obstructive pulmonary disease) + exacerbation' for the trace."""
         parts = []
