@@ -1,4 +1,4 @@
-"""The code finder's rules without a database: classification, the synonym table, tiers, the dev-set format."""
+"""The code finder's rules without a database: the synonym table, tiers, negation, the dev-set format."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from medrag.codes.classify import HCPCS, ICD10CM, SYSTEMS, classify, literal_codes, strip_codes
+from medrag.codes.classify import HCPCS, ICD10CM
 from medrag.codes.consolidate import MIN_SCORE, TIERS, Candidate, CandidatePool, calibration, ranked
 from medrag.codes.evaluation import DevSetError, read_dev_set
 from medrag.codes.finder import CodeQueryError, normalize_systems, validate_term
@@ -15,39 +15,6 @@ from medrag.codes.synonyms import SynonymDataError, load_clinical_synonyms, pars
 from medrag.codes.terms import negated_words
 
 HEADER = "term,expansion,kind,system\n"
-
-
-@pytest.mark.parametrize(("term", "systems"), [
-    ("diabetes", [ICD10CM]),
-    ("rheumatoid arthritis", [ICD10CM]),  # a disease suffix
-    ("wheelchair", [HCPCS]),
-    ("ondansetron 4 mg", [HCPCS]),  # a drug with a dose
-    ("ambulance mileage", [HCPCS]),
-    ("diabetic shoes", [HCPCS]),  # the condition names what the item is for
-    ("zofran", [HCPCS]),  # a brand name from the synonym table
-    ("asdfghjkl", list(SYSTEMS)),  # no signal: search everything
-])
-def test_terms_are_classified_by_their_signals(term, systems) -> None:
-    assert sorted(classify(term).systems()) == sorted(systems)
-
-
-def test_multi_intent_term_scores_both_systems() -> None:
-    result = classify("diabetes a1c test strips")
-    assert result.scores[ICD10CM] >= 0.3 and result.scores[HCPCS] >= 0.3
-    assert result.exclusive_words(ICD10CM) == {"diabetes"}
-    assert result.exclusive_words(HCPCS) == {"test", "strips"}
-    assert "diagnosis word" in result.describe() and "supply" in result.describe()
-
-
-def test_literal_codes_are_recognized_per_system() -> None:
-    assert literal_codes("E0601") == {HCPCS: ("E0601",), ICD10CM: ("E06.01",)}
-    assert literal_codes("codes e11.621 and E11621") == {ICD10CM: ("E11.621",)}
-    assert literal_codes("vitamin b12 shot") == {}  # a nutrient's name, searched as a word
-    assert literal_codes("b12 shot") == {ICD10CM: ("B12",)}  # looked up, but still searched as a word
-    assert strip_codes("vitamin b12 shot E0601") == "vitamin b12 shot"
-    assert literal_codes("a1c test") == {}
-    assert classify("KX modifier").literal_codes[HCPCS] == ("KX",)
-    assert classify("KX modifier").wants_modifiers
 
 
 def test_packaged_synonym_table_is_well_formed() -> None:
@@ -146,14 +113,3 @@ def test_dev_set_format_is_checked(tmp_path) -> None:
 ])
 def test_negated_words_reach_to_the_end_of_their_clause(term, negated) -> None:
     assert negated_words(term) == negated
-
-
-@pytest.mark.parametrize(("term", "encounter", "searched"), [
-    ("colles fracture of the left wrist, first visit", "initial", "colles fracture of the left wrist"),
-    ("dog bite of the hand, follow-up visit", "subsequent", "dog bite of the hand"),
-    ("sequela of a burn of the hand", "sequela", "sequela of a burn of the hand"),  # a word of codes too
-    ("follow-up inpatient consultation", None, "follow-up inpatient consultation"),  # a HCPCS service
-])
-def test_the_visit_a_term_names_is_its_encounter(term, encounter, searched) -> None:
-    classification = classify(term)
-    assert (classification.encounter, classification.searched) == (encounter, searched)

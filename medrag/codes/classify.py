@@ -8,13 +8,14 @@ term ("diabetes a1c test strips") scores for both and both are searched.
 
 from __future__ import annotations
 
-import math
+import json
 import re
 from dataclasses import dataclass, field
 
-from medrag.codes.synonyms import SynonymTable, load_clinical_synonyms
+from sqlalchemy import Connection, Engine, text
+
 from medrag.core import identifiers
-from medrag.core.identifiers import AFTER, AFTER_CATEGORY, BEFORE, CODE_BEFORE, dotted_icd10cm
+from medrag.core.identifiers import AFTER, AFTER_CATEGORY, BEFORE, CODE_BEFORE
 
 ICD10CM = "ICD-10-CM"
 HCPCS = "HCPCS"
@@ -66,9 +67,6 @@ _SERVICE_WORDS = frozenset("""
 """.split())
 _AMBULANCE_WORDS = frozenset("ambulance ambulances mileage transport transportation paramedic".split())
 _MODIFIER_WORDS = frozenset("modifier modifiers".split())
-# A dose makes a drug a HCPCS item: "ondansetron 4 mg", "per 10 units".
-_DOSE = re.compile(r"\b\d+(?:\.\d+)?\s*(?:mg|mcg|microgram|micrograms|g|gm|ml|cc|units?|iu|meq)\b", re.IGNORECASE)
-
 # Qualifiers that narrow a code: left out of the lookups when a term finds nothing.
 QUALIFIER_WORDS = frozenset("""
     acute chronic left right bilateral unilateral severe mild moderate initial subsequent sequela recurrent
@@ -76,32 +74,35 @@ QUALIFIER_WORDS = frozenset("""
     complex small large mini standard heavy light lightweight new old early late single multiple each both
 """.split())
 
-# Codes written in a term, in any case (medrag.core.identifiers): a bare category needs a digit third there, and
-# none follows a nutrient word ("vitamin B17").
-_HCPCS_CODE = re.compile(rf"{CODE_BEFORE}({identifiers.HCPCS}){AFTER}", re.IGNORECASE)
-_ICD_CODE_DOTTED = re.compile(rf"{CODE_BEFORE}({identifiers.ICD10CM_DOTTED}){AFTER}", re.IGNORECASE)
-_ICD_CODE_BARE = re.compile(
-    rf"{CODE_BEFORE}({identifiers.ICD10CM_CATEGORY_IN_TEXT}|{identifiers.ICD10CM_UNDOTTED}){AFTER_CATEGORY}",
-    re.IGNORECASE)
-_MODIFIER_CODE = re.compile(r"[a-z0-9]{2}")
-# A code set named in a term ("ICD-10 code for CHF", "HCPCS walker") and the words that ask for a code (medrag.core
-# .identifiers, which the search's SQL reads too).
-_NAMED_CODE_SETS = ((ICD10CM, re.compile(rf"{BEFORE}(?:{identifiers.NAMES_ICD10CM}){AFTER}", re.IGNORECASE)),
-                    (HCPCS, re.compile(rf"{BEFORE}(?:{identifiers.NAMES_HCPCS}){AFTER}", re.IGNORECASE)))
-_ASKS_FOR_CODE = re.compile(rf"{BEFORE}{identifiers.ASKS_FOR_CODE}{AFTER}", re.IGNORECASE)
+# The patterns the classification runs (in PostgreSQL: classification_sql), written in the regular-expression syntax
+# Python's `re` and PostgreSQL's AREs share but for the word edge, which PostgreSQL writes \y. Codes written in a term,
+# in any case (medrag.core.identifiers): a bare category needs a digit third there, and none follows a nutrient word
+# ("vitamin B17").
+_HCPCS_CODE = rf"{CODE_BEFORE}({identifiers.HCPCS}){AFTER}"
+_ICD_CODE_DOTTED = rf"{CODE_BEFORE}({identifiers.ICD10CM_DOTTED}){AFTER}"
+# A bare three-character category ("E11") may also be a word ("b12" in "vitamin b12"): looked up, it stays searchable;
+# a longer bare code is taken out of the words.
+_ICD_CODE_BARE = (rf"{CODE_BEFORE}({identifiers.ICD10CM_CATEGORY_IN_TEXT}|{identifiers.ICD10CM_UNDOTTED})"
+                  rf"{AFTER_CATEGORY}")
+_ICD_CODE_UNDOTTED = rf"{CODE_BEFORE}({identifiers.ICD10CM_UNDOTTED}){AFTER_CATEGORY}"
+_MODIFIER_CODE = r"^[a-z0-9]{2}$"
+# The words that ask for a code (medrag.core.identifiers, which the search's SQL reads too); the code set a term names
+# is medrag_named_code_set's.
+_ASKS_FOR_CODE = rf"{BEFORE}{identifiers.ASKS_FOR_CODE}{AFTER}"
 # "not further specified", "type not documented": the code for a detail not known, worded as the Tabular does
-_UNSPECIFIED = re.compile(rf"{BEFORE}(?:{identifiers.UNSPECIFIED_CUE}){AFTER}", re.IGNORECASE)
+_UNSPECIFIED = rf"{BEFORE}(?:{identifiers.UNSPECIFIED_CUE}){AFTER}"
 _WORD = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*")
 # The encounter a term names ("broken wrist, first visit"): what an injury code's 7th character says (A initial, D
 # subsequent, S sequela), not what the code is for. The visit phrases are set aside like the words that ask for a
 # code; "sequela" stays a word to search (I69 "Sequelae of cerebrovascular disease" is a code of its own).
 INITIAL, SUBSEQUENT, SEQUELA = "initial", "subsequent", "sequela"
 _ENCOUNTER_PHRASES = (
-    (INITIAL, re.compile(r"\b(?:first|initial|1st)\s+(?:visit|encounter|treatment|time\s+seen)\b", re.IGNORECASE)),
-    (SUBSEQUENT, re.compile(r"\b(?:follow[- ]?up|subsequent|return|later|second|2nd)\s+(?:visits?|encounters?)\b",
-                            re.IGNORECASE)),
+    (INITIAL, r"\b(?:first|initial|1st)\s+(?:visit|encounter|treatment|time\s+seen)\b"),
+    (SUBSEQUENT, r"\b(?:follow[- ]?up|subsequent|return|later|second|2nd)\s+(?:visits?|encounters?)\b"),
 )
-_SEQUELA = re.compile(r"\b(?:sequela|sequelae|late\s+effects?)\b", re.IGNORECASE)
+_SEQUELA = r"\b(?:sequela|sequelae|late\s+effects?)\b"
+# A dose makes a drug a HCPCS item: "ondansetron 4 mg", "per 10 units".
+_DOSE = r"\b\d+(?:\.\d+)?\s*(?:mg|mcg|microgram|micrograms|g|gm|ml|cc|units?|iu|meq)\b"
 
 # Signal weights: one clear word is enough to search a system (1 - e^-w >= 0.3 from w = 0.36).
 _WEIGHTS = {"named code set": 3.0, "diagnosis word": 1.2, "diagnosis suffix": 0.9, "supply": 1.2, "equipment": 1.2,
@@ -138,6 +139,7 @@ class Classification:
     searched: str = ""  # the term without the words that ask for a code or name the visit: what the lookups search
     encounter: str | None = None  # the encounter it names (INITIAL, SUBSEQUENT, SEQUELA): the 7th character's
     unspecified: tuple[str, ...] = ()  # the phrases that say a detail is not known, searched as "unspecified"
+    text: str = ""  # `searched` without the codes written in it: what the word lookups search for
 
     def systems(self, threshold: float = SEARCH_THRESHOLD) -> list[str]:
         """Systems whose score reaches threshold, best first; every system when no signal was found."""
@@ -169,108 +171,230 @@ def words_of(text: str) -> list[str]:
     return _WORD.findall(text.lower().replace("\u2019", "'"))
 
 
-def literal_codes(text: str) -> dict[str, tuple[str, ...]]:
-    """Codes written in a term, per system, upper-cased; ICD-10-CM codes with their dot ("E11621" -> "E11.621")."""
-    hcpcs = [match.upper() for match in _HCPCS_CODE.findall(text)]
-    icd = [match.upper() for match in _ICD_CODE_DOTTED.findall(text)]
-    icd += [dotted_icd10cm(bare) for bare in _ICD_CODE_BARE.findall(text)]
-    found = {}
-    if hcpcs:
-        found[HCPCS] = tuple(dict.fromkeys(hcpcs))
-    if icd:
-        found[ICD10CM] = tuple(dict.fromkeys(icd))
-    return found
+_CLASSIFY = text("SELECT medrag_classify_code_term(:term, :named)")
 
 
-def asked_code_set(term: str) -> tuple[str | None, str]:
-    """The code set a term names, if any, and the term without the words that ask for a code: "What is the ICD-10
-    code for CHF?" is (ICD-10-CM, "CHF"). A term that is nothing but such words stays as it is."""
-    named = next((system for system, pattern in _NAMED_CODE_SETS if pattern.search(term)), None)
-    return named, _set_aside(_ASKS_FOR_CODE, term)
-
-
-def asked_encounter(term: str) -> tuple[str | None, str]:
-    """The encounter a term names, if any, and the term without its visit phrase: "dog bite of the hand, first
-    visit" is (INITIAL, "dog bite of the hand"). A term that is nothing but the phrase stays as it is."""
-    for encounter, pattern in _ENCOUNTER_PHRASES:
-        if pattern.search(term):
-            return encounter, _set_aside(pattern, term)
-    return (SEQUELA if _SEQUELA.search(term) else None), term
-
-
-def unspecified_phrases(term: str) -> tuple[tuple[str, ...], str]:
-    """The phrases of a term that say a detail is not known, and the term with each read as "unspecified", the
-    Tabular's word: "stroke, not further specified" is (("not further specified",), "stroke, unspecified")."""
-    phrases = tuple(" ".join(match.group(0).lower().split()) for match in _UNSPECIFIED.finditer(term))
-    return phrases, _UNSPECIFIED.sub("unspecified", term) if phrases else term
-
-
-def _set_aside(pattern: re.Pattern[str], term: str) -> str:
-    """The term without what pattern matches, single-spaced and trimmed; the term itself when nothing else is left."""
-    return " ".join(pattern.sub(" ", term).split()).strip(" ?.,:;") or term
-
-
-def strip_codes(text: str) -> str:
-    """The term without the codes written in it (what the word lookups search for)."""
-    for pattern in (_HCPCS_CODE, _ICD_CODE_DOTTED):
-        text = pattern.sub(" ", text)
-    # A bare three-character category ("E11") may also be a word ("b12" in "vitamin b12"): it stays searchable.
-    text = _ICD_CODE_BARE.sub(lambda match: match.group(0) if len(match.group(1)) == 3 else " ", text)
-    return " ".join(text.split())
-
-
-def _word_signals(word: str) -> list[Signal]:
-    signals = []
-    if word in _DIAGNOSIS_WORDS:
-        signals.append(Signal(ICD10CM, "diagnosis word", word, _WEIGHTS["diagnosis word"]))
-    elif word not in _NOT_DIAGNOSES and len(word) > 5 and word.endswith(_DIAGNOSIS_SUFFIXES):
-        signals.append(Signal(ICD10CM, "diagnosis suffix", word, _WEIGHTS["diagnosis suffix"]))
-    for kind, lexicon in (("supply", _SUPPLY_WORDS), ("equipment", _EQUIPMENT_WORDS), ("drug", _DRUG_WORDS),
-                          ("service", _SERVICE_WORDS), ("ambulance", _AMBULANCE_WORDS),
-                          ("modifier", _MODIFIER_WORDS)):
-        if word in lexicon:
-            signals.append(Signal(HCPCS, kind, word, _WEIGHTS[kind]))
-    return signals
-
-
-def classify(query: str, synonyms: SynonymTable | None = None, *, named: str | None = None) -> Classification:
+def classify(conn: Connection | Engine, query: str, *, named: str | None = None) -> Classification:
     """Score each code system for a term from the code set it names, its words, doses, literal codes and the synonym
-    table's hints. named: a code set the term was found to name before (a term classified again after a spelling
-    correction has lost the words that named it)."""
-    synonyms = synonyms or load_clinical_synonyms()
-    codes = literal_codes(query)
-    named_in_term, rest = asked_code_set(query)
-    named = named or named_in_term
-    encounter, rest = asked_encounter(rest)
-    unspecified, rest = unspecified_phrases(rest)
-    words = words_of(strip_codes(rest))
-    if _MODIFIER_WORDS.intersection(words):
-        # "KX modifier", "modifier RT": two-character tokens are modifier codes to look up exactly.
-        modifiers = tuple(word.upper() for word in words if _MODIFIER_CODE.fullmatch(word))
-        if modifiers:
-            codes[HCPCS] = tuple(dict.fromkeys((*codes.get(HCPCS, ()), *modifiers)))
-    signals: list[Signal] = []
-    if named is not None:
-        signals.append(Signal(named, "named code set", named, _WEIGHTS["named code set"]))
-    for system, found in codes.items():
-        signals += [Signal(system, "literal code", code,
-                           _WEIGHTS["category code"] if len(code) == 3 else _WEIGHTS["literal code"])
-                    for code in found]
-    for index, word in enumerate(words):
-        word_signals = _word_signals(word)
-        following = _word_signals(words[index + 1]) if index + 1 < len(words) else []
-        if any(signal.system == ICD10CM for signal in word_signals) and \
-                any(signal.kind in _ITEM_KINDS for signal in following):
-            # "diabetic shoes", "apnea monitor": the condition names what the item is for.
-            word_signals = [Signal(HCPCS, "item for", f"{word} {words[index + 1]}", _WEIGHTS["item for"])]
-        signals += word_signals
-    for dose in _DOSE.findall(query):
-        signals.append(Signal(HCPCS, "dose", " ".join(dose.lower().split()), _WEIGHTS["dose"]))
-    for match in synonyms.matches(words):
-        for system in match.entry.systems:
-            signals.append(Signal(system, "synonym", match.phrase, _WEIGHTS["synonym"]))
-    totals = {system: sum(signal.weight for signal in signals if signal.system == system) for system in SYSTEMS}
-    scores = {system: round(1 - math.exp(-total), 3) for system, total in totals.items()}
-    wants_modifiers = any(signal.kind == "modifier" for signal in signals)
-    return Classification(query, tuple(words), scores, tuple(signals), codes, wants_modifiers, named, rest,
-                          encounter, unspecified)
+    table's hints (medrag_classify_code_term, rendered by classification_sql). named: a code set the term was found
+    to name before (a term classified again after a spelling correction has lost the words that named it)."""
+    if isinstance(conn, Engine):
+        with conn.connect() as connection:
+            return classify(connection, query, named=named)
+    found = conn.execute(_CLASSIFY, {"term": query, "named": named}).scalar_one()
+    return Classification(
+        query, tuple(found["words"]), {system: found["scores"][system] for system in SYSTEMS},
+        tuple(Signal(*signal) for signal in found["signals"]),
+        {system: tuple(codes) for system, codes in found["literal_codes"]}, found["wants_modifiers"],
+        found["named"], found["searched"], found["encounter"], tuple(found["unspecified"]), found["text"])
+
+
+def _sql_regex(pattern: str) -> str:
+    """A pattern above as a PostgreSQL string literal's text: \\b is \\y there, and quotes are doubled."""
+    return pattern.replace(r"\b", r"\y").replace("'", "''")
+
+
+def _sql_words(words: frozenset[str] | tuple[str, ...]) -> str:
+    return "ARRAY[" + ", ".join(f"'{word}'" for word in sorted(words)) + "]::text[]"
+
+
+def classification_sql() -> str:
+    """medrag_classify_code_term(term, named): the classification above in SQL, from this module's word lists,
+    patterns and weights (rendered into generated.sql): one implementation, which the code finder calls."""
+    lexicons = {kind: sorted(words) for kind, words in (
+        ("supply", _SUPPLY_WORDS), ("equipment", _EQUIPMENT_WORDS), ("drug", _DRUG_WORDS),
+        ("service", _SERVICE_WORDS), ("ambulance", _AMBULANCE_WORDS), ("modifier", _MODIFIER_WORDS))}
+    hcpcs_kinds = ", ".join(f"'{kind}'" for kind in lexicons)
+    words_literal = json.dumps({"diagnosis": sorted(_DIAGNOSIS_WORDS), **lexicons}).replace("'", "''")
+    weights = json.dumps(_WEIGHTS)
+    encounters = "\n    ".join(
+        f"ELSIF rest ~* '{_sql_regex(pattern)}' THEN\n        encounter := '{encounter}';\n"
+        f"        rest := medrag_set_aside(rest, '{_sql_regex(pattern)}');"
+        for encounter, pattern in _ENCOUNTER_PHRASES)
+    item_kinds = ", ".join(f"'{kind}'" for kind in _ITEM_KINDS)
+    apostrophe = "''''"
+    return f"""
+-- A term with its regular-expression matches taken out (in any case), single-spaced and trimmed of punctuation; the
+-- term itself when nothing else is left (medrag/codes/classify.py renders this script).
+CREATE OR REPLACE FUNCTION medrag_set_aside(term text, pattern text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT coalesce(nullif(btrim(regexp_replace(regexp_replace(term, pattern, ' ', 'gi'), '\\s+', ' ', 'g'),
+                                 ' ?.,:;'), ''), term)
+$$;
+
+-- The lower-case words of a text (hyphenated words and apostrophes kept together), in order.
+CREATE OR REPLACE FUNCTION medrag_words_of(term text)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT coalesce(array_agg(m.found[1] ORDER BY m.n), '{{}}')
+    FROM regexp_matches(lower(replace(term, '\u2019', {apostrophe})), '({_sql_regex(_WORD.pattern)})', 'g')
+         WITH ORDINALITY AS m(found, n)
+$$;
+
+-- The values of an array, each once, in the order first seen.
+CREATE OR REPLACE FUNCTION medrag_distinct_in_order(vals text[])
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT coalesce(array_agg(v.val ORDER BY v.first), '{{}}')
+    FROM (SELECT t.val, min(t.n) AS first FROM unnest(vals) WITH ORDINALITY AS t(val, n) GROUP BY t.val) v
+$$;
+
+-- What one word of a term says about the code systems: [system, kind, word, weight] for each signal, a disease word
+-- or ending for ICD-10-CM first, then each HCPCS kind of item that lists it.
+CREATE OR REPLACE FUNCTION medrag_code_word_signals(word text)
+RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+DECLARE
+    lexicons constant jsonb := '{words_literal}'::jsonb;
+    weights constant jsonb := '{weights}'::jsonb;
+    found jsonb := '[]'::jsonb;
+    kind text;
+BEGIN
+    IF lexicons -> 'diagnosis' ? word THEN
+        found := jsonb_build_array(jsonb_build_array('{ICD10CM}', 'diagnosis word', word, weights -> 'diagnosis word'));
+    ELSIF NOT word = ANY ({_sql_words(_NOT_DIAGNOSES)}) AND length(word) > 5
+          AND word ~ '({"|".join(_DIAGNOSIS_SUFFIXES)})$' THEN
+        found := jsonb_build_array(jsonb_build_array('{ICD10CM}', 'diagnosis suffix', word,
+                                                     weights -> 'diagnosis suffix'));
+    END IF;
+    FOREACH kind IN ARRAY ARRAY[{hcpcs_kinds}] LOOP
+        IF lexicons -> kind ? word THEN
+            found := found || jsonb_build_array(jsonb_build_array('{HCPCS}', kind, word, weights -> kind));
+        END IF;
+    END LOOP;
+    RETURN found;
+END
+$$;
+
+-- Which code systems a term is about (medrag/codes/classify.py says how): its words, each system's score (the
+-- signals' weights saturated to 0-1, rounded as Python rounds), the signals in order, the literal codes per system,
+-- whether it asks for modifiers, the code set it names (named: one it was found to name before), the term without
+-- the words that ask for a code or name the visit (searched) and without its codes too (text), the encounter it
+-- names and the phrases that say a detail is not known.
+CREATE OR REPLACE FUNCTION medrag_classify_code_term(term text, named text DEFAULT NULL)
+RETURNS jsonb
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+AS $$
+DECLARE
+    weights constant jsonb := '{weights}'::jsonb;
+    hcpcs_codes text[];
+    icd_codes text[];
+    literal jsonb := '[]'::jsonb;
+    modifier_codes text[];
+    rest text;
+    stripped text;
+    encounter text;
+    unspecified text[];
+    words text[];
+    signals jsonb := '[]'::jsonb;
+    word_signals jsonb;
+    following jsonb;
+    system_codes jsonb;
+    code text;
+    signal jsonb;
+    icd_total float8 := 0;
+    hcpcs_total float8 := 0;
+BEGIN
+    hcpcs_codes := medrag_distinct_in_order(ARRAY(
+        SELECT upper(m.found[1]) FROM regexp_matches(term, '{_sql_regex(_HCPCS_CODE)}', 'gi')
+                                      WITH ORDINALITY AS m(found, n) ORDER BY m.n));
+    icd_codes := medrag_distinct_in_order(
+        ARRAY(SELECT upper(m.found[1]) FROM regexp_matches(term, '{_sql_regex(_ICD_CODE_DOTTED)}', 'gi')
+                                            WITH ORDINALITY AS m(found, n) ORDER BY m.n)
+        || ARRAY(SELECT CASE WHEN length(m.found[1]) <= 3 THEN upper(m.found[1])
+                             ELSE upper(left(m.found[1], 3)) || '.' || upper(substr(m.found[1], 4)) END
+                 FROM regexp_matches(term, '{_sql_regex(_ICD_CODE_BARE)}', 'gi')
+                      WITH ORDINALITY AS m(found, n) ORDER BY m.n));
+    IF cardinality(hcpcs_codes) > 0 THEN
+        literal := literal || jsonb_build_array(jsonb_build_array('{HCPCS}', to_jsonb(hcpcs_codes)));
+    END IF;
+    IF cardinality(icd_codes) > 0 THEN
+        literal := literal || jsonb_build_array(jsonb_build_array('{ICD10CM}', to_jsonb(icd_codes)));
+    END IF;
+    named := coalesce(named, CASE medrag_named_code_set(term) WHEN 'icd10cm' THEN '{ICD10CM}'
+                                                              WHEN 'hcpcs' THEN '{HCPCS}' END);
+    rest := medrag_set_aside(term, '{_sql_regex(_ASKS_FOR_CODE)}');
+    IF false THEN
+        NULL;
+    {encounters}
+    ELSIF rest ~* '{_sql_regex(_SEQUELA)}' THEN
+        encounter := '{SEQUELA}';
+    END IF;
+    unspecified := ARRAY(SELECT regexp_replace(lower(m.found[1]), '\\s+', ' ', 'g')
+                         FROM regexp_matches(rest, '({_sql_regex(_UNSPECIFIED)})', 'gi')
+                              WITH ORDINALITY AS m(found, n) ORDER BY m.n);
+    IF cardinality(unspecified) > 0 THEN
+        rest := regexp_replace(rest, '{_sql_regex(_UNSPECIFIED)}', 'unspecified', 'gi');
+    END IF;
+    stripped := btrim(regexp_replace(regexp_replace(regexp_replace(regexp_replace(rest,
+        '{_sql_regex(_HCPCS_CODE)}', ' ', 'gi'), '{_sql_regex(_ICD_CODE_DOTTED)}', ' ', 'gi'),
+        '{_sql_regex(_ICD_CODE_UNDOTTED)}', ' ', 'gi'), '\\s+', ' ', 'g'));
+    words := medrag_words_of(stripped);
+    IF words && {_sql_words(_MODIFIER_WORDS)} THEN
+        -- "KX modifier", "modifier RT": two-character tokens are modifier codes to look up exactly
+        modifier_codes := ARRAY(SELECT upper(w) FROM unnest(words) AS w WHERE w ~ '{_MODIFIER_CODE}');
+        IF cardinality(modifier_codes) > 0 AND cardinality(hcpcs_codes) > 0 THEN
+            literal := jsonb_set(literal, '{{0,1}}', to_jsonb(medrag_distinct_in_order(hcpcs_codes || modifier_codes)));
+        ELSIF cardinality(modifier_codes) > 0 THEN
+            literal := literal || jsonb_build_array(jsonb_build_array('{HCPCS}',
+                                                                      to_jsonb(medrag_distinct_in_order(modifier_codes))));
+        END IF;
+    END IF;
+    IF named IS NOT NULL THEN
+        signals := signals || jsonb_build_array(jsonb_build_array(named, 'named code set', named,
+                                                                  weights -> 'named code set'));
+    END IF;
+    FOR system_codes IN SELECT value FROM jsonb_array_elements(literal) LOOP
+        FOR code IN SELECT jsonb_array_elements_text(system_codes -> 1) LOOP
+            signals := signals || jsonb_build_array(jsonb_build_array(
+                system_codes ->> 0, 'literal code', code,
+                CASE WHEN length(code) = 3 THEN weights -> 'category code' ELSE weights -> 'literal code' END));
+        END LOOP;
+    END LOOP;
+    FOR i IN 1 .. cardinality(words) LOOP
+        word_signals := medrag_code_word_signals(words[i]);
+        following := CASE WHEN i < cardinality(words) THEN medrag_code_word_signals(words[i + 1]) ELSE '[]' END;
+        IF EXISTS (SELECT 1 FROM jsonb_array_elements(word_signals) AS s(signal) WHERE s.signal ->> 0 = '{ICD10CM}')
+           AND EXISTS (SELECT 1 FROM jsonb_array_elements(following) AS s(signal)
+                       WHERE s.signal ->> 1 IN ({item_kinds})) THEN
+            -- "diabetic shoes", "apnea monitor": the condition names what the item is for
+            word_signals := jsonb_build_array(jsonb_build_array('{HCPCS}', 'item for', words[i] || ' ' || words[i + 1],
+                                                                weights -> 'item for'));
+        END IF;
+        signals := signals || word_signals;
+    END LOOP;
+    signals := signals || coalesce((
+        SELECT jsonb_agg(jsonb_build_array('{HCPCS}', 'dose', regexp_replace(lower(m.found[1]), '\\s+', ' ', 'g'),
+                                           weights -> 'dose') ORDER BY m.n)
+        FROM regexp_matches(term, '({_sql_regex(_DOSE)})', 'gi') WITH ORDINALITY AS m(found, n)), '[]');
+    signals := signals || coalesce((
+        SELECT jsonb_agg(jsonb_build_array(s.system, 'synonym', match.term, weights -> 'synonym')
+                         ORDER BY match.start_at, s.n)
+        FROM medrag_code_synonym_matches(words) AS match,
+             jsonb_array_elements_text(medrag_code_synonyms() -> match.term -> 'systems') WITH ORDINALITY
+                 AS s(system, n)), '[]');
+    -- summed in the signals' order, as Python sums them
+    FOR signal IN SELECT value FROM jsonb_array_elements(signals) LOOP
+        IF signal ->> 0 = '{ICD10CM}' THEN
+            icd_total := icd_total + (signal ->> 3)::float8;
+        ELSE
+            hcpcs_total := hcpcs_total + (signal ->> 3)::float8;
+        END IF;
+    END LOOP;
+    RETURN jsonb_build_object(
+        'words', to_jsonb(words),
+        'scores', jsonb_build_object('{ICD10CM}', medrag_round3(1 - exp(-icd_total)),
+                                     '{HCPCS}', medrag_round3(1 - exp(-hcpcs_total))),
+        'signals', signals, 'literal_codes', literal,
+        'wants_modifiers', EXISTS (SELECT 1 FROM jsonb_array_elements(signals) AS s(signal)
+                                   WHERE s.signal ->> 1 = 'modifier'),
+        'named', named, 'searched', rest, 'text', stripped, 'encounter', encounter,
+        'unspecified', to_jsonb(unspecified));
+END
+$$;
+"""

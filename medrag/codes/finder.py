@@ -27,7 +27,6 @@ from medrag.codes.classify import (
     SYSTEMS,
     Classification,
     classify,
-    strip_codes,
     words_of,
 )
 from medrag.codes.clinical_tables import search_clinical_tables
@@ -190,7 +189,7 @@ class CodeFinder:
         external = (self._executor.submit(search_clinical_tables, term, base_url=external_url)
                     if external_url else None)
         requested = normalize_systems(systems)
-        classification = classify(term, self.synonyms)
+        classification = classify(self.engine, term)
         # Every requested system is searched: the classifier's signal is a prior on the scores, never a filter.
         searched = requested or list(SYSTEMS)
         trace = [classification.describe() + f" -> search {', '.join(searched)}"]
@@ -299,7 +298,7 @@ class _Search:
         self.releases = releases
         self.trace = trace
         self.pool = CandidatePool()
-        self.text = strip_codes(term)
+        self.text = classification.text
         self.query = TermQuery(self.text)
         self.systems: list[str] = []
         self.embedding: Future[list[float] | None] | None = None
@@ -433,7 +432,7 @@ class _Search:
         for concept in self.query.concepts:
             spelled = [wording for wording in concept.wordings if wording.origin == SPELLING]
             corrected += list(spelled[0].words if spelled else concept.words)
-        classification = classify(" ".join(corrected), self.finder.synonyms, named=self.classification.named)
+        classification = classify(self.finder.engine, " ".join(corrected), named=self.classification.named)
         priors = routing_priors(classification.scores)
         if priors != self.priors:
             self.trace.append(f"re{classification.describe()} -> routing priors "

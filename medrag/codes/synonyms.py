@@ -9,6 +9,7 @@ are added where this table has no entry. A finder consults the table when a term
 from __future__ import annotations
 
 import csv
+import json
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -143,3 +144,61 @@ def load_clinical_synonyms() -> SynonymTable:
     """The packaged clinical synonym table plus the code-document abbreviations it does not redefine."""
     entries = clinical_synonym_entries()
     return SynonymTable(entries + _code_synonym_entries({entry.term for entry in entries}))
+
+
+def synonyms_sql() -> str:
+    """medrag_code_synonyms() and medrag_code_synonym_matches(words): the table load_clinical_synonyms() reads, for
+    the term analysis in SQL, rendered into generated.sql."""
+    table = load_clinical_synonyms()
+    entries = {term: {"expansions": list(entry.expansions), "kind": entry.kind, "systems": list(entry.systems)}
+               for term, entry in table.entries.items()}
+    literal = json.dumps(entries, sort_keys=True).replace("'", "''")
+    return f"""
+-- The clinical synonym table (medrag/data/clinical_synonyms.csv, plus the abbreviations of code_synonyms.csv it does
+-- not define): term -> expansions, kind and the systems it hints at. Rendered by medrag/codes/synonyms.py.
+CREATE OR REPLACE FUNCTION medrag_code_synonyms()
+RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT '{literal}'::jsonb
+$$;
+
+-- Where the table's terms occur in a term's words, scanning left to right and preferring the longest term, without
+-- overlaps; a hyphenated word is also its words apart ("behind-the-ear" is the term "behind the ear"). start_at is
+-- the first word's index from 0 and end_at the index after the last, as Python slices.
+CREATE OR REPLACE FUNCTION medrag_code_synonym_matches(words text[])
+RETURNS TABLE (term text, start_at integer, end_at integer)
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+DECLARE
+    entries constant jsonb := medrag_code_synonyms();
+    longest constant integer := {table._longest};
+    total constant integer := coalesce(cardinality(words), 0);
+    i integer := 1;
+    length integer;
+    phrase text;
+BEGIN
+    WHILE i <= total LOOP
+        term := NULL;
+        FOR length IN REVERSE least(longest, total - i + 1) .. 1 LOOP
+            phrase := array_to_string(words[i:i + length - 1], ' ');
+            IF entries ? phrase THEN
+                term := phrase;
+            ELSIF length = 1 AND entries ? replace(phrase, '-', ' ') THEN
+                term := replace(phrase, '-', ' ');
+            END IF;
+            IF term IS NOT NULL THEN
+                start_at := i - 1;
+                end_at := i - 1 + length;
+                RETURN NEXT;
+                i := i + length;
+                EXIT;
+            END IF;
+        END LOOP;
+        IF term IS NULL THEN
+            i := i + 1;
+        END IF;
+    END LOOP;
+END
+$$;
+"""
