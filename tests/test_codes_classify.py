@@ -1,11 +1,13 @@
-"""The code finder's classification of a term (medrag_classify_code_term, rendered from medrag/codes/classify.py),
-run in a real PostgreSQL."""
+"""The code finder's analysis of a term in a real PostgreSQL: its classification (medrag_classify_code_term, rendered
+from medrag/codes/classify.py) and its concepts (medrag_code_concepts and medrag_negated_words, from terms.py)."""
 
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import text
 
 from medrag.codes.classify import HCPCS, ICD10CM, SYSTEMS, classify
+from medrag.codes.terms import SYNONYM, TYPED, build_term_query
 
 
 @pytest.mark.parametrize(("term", "systems"), [
@@ -65,3 +67,38 @@ def test_a_terms_words_scores_and_doses(engine) -> None:
 def test_the_visit_a_term_names_is_its_encounter(engine, term, encounter, searched) -> None:
     classification = classify(engine, term)
     assert (classification.encounter, classification.searched) == (encounter, searched)
+
+
+@pytest.mark.parametrize(("term", "negated"), [
+    ("fatty liver not caused by alcohol", {"caused", "by", "alcohol"}),
+    ("right shoulder hurts, no injury", {"injury"}),
+    ("concussion but did not black out, first visit", {"black", "out"}),  # the clause ends at the comma
+    ("patient didn't fall and has a hip fracture", {"fall"}),  # and "and" starts another clause
+    ("no pain in the left knee, pain in the right knee", {"left"}),  # a word said outside a negation is affirmed
+    ("vomiting without nausea", set()),  # codes say "without" too: matched as written
+    ("non-small cell lung cancer", set()),
+    ("fatty liver, not elsewhere classified", set()),  # the Tabular's filler, not a negation
+    ("anemia not otherwise specified, not due to iron", {"due", "to", "iron"}),
+    ("anemia from not enough iron", set()),  # too little of something is a deficiency, not an absence
+    ("not sufficient vitamin d, no rickets", {"rickets"}),
+])
+def test_negated_words_reach_to_the_end_of_their_clause(engine, term, negated) -> None:
+    with engine.connect() as conn:
+        assert set(conn.execute(text("SELECT medrag_negated_words(:term)"), {"term": term}).scalar_one()) == negated
+
+
+def test_a_terms_concepts_group_synonym_phrases_and_mark_focus_and_negation(engine) -> None:
+    """"copd" is a table term (one concept, its expansion explaining a code's words); "both" is a stop word the table
+    gives a meaning; in a multi-intent term a word that signals one system is that system's alone."""
+    with engine.connect() as conn:
+        classification = classify(conn, "copd exacerbation in both lungs, not caused by smoking")
+        query = build_term_query(conn, classification.text, classification)
+        multi = classify(conn, "diabetes a1c test strips")
+        multi_query = build_term_query(conn, multi.text, multi)
+    by_text = {concept.text: concept for concept in query.concepts}
+    assert list(by_text) == ["copd", "exacerbation", "both", "lungs", "caused", "smoking"]
+    assert "obstruct" in by_text["copd"].explains and by_text["copd"].wordings[0].origin == TYPED
+    assert by_text["both"].qualifier and [wording.origin for wording in by_text["both"].wordings] == [SYNONYM]
+    assert by_text["caused"].negated and by_text["smoking"].negated and not by_text["lungs"].negated
+    focus = {concept.text: concept.systems for concept in multi_query.concepts}
+    assert focus["diabetes"] == {ICD10CM} and focus["strips"] == {HCPCS} and focus["a1c"] == {ICD10CM, HCPCS}

@@ -12,7 +12,6 @@ from medrag.codes.evaluation import DevSetError, read_dev_set
 from medrag.codes.finder import CodeQueryError, normalize_systems, validate_term
 from medrag.codes.plan import CodeRow, LegHit
 from medrag.codes.synonyms import SynonymDataError, load_clinical_synonyms, parse_clinical_synonyms
-from medrag.codes.terms import negated_words
 
 HEADER = "term,expansion,kind,system\n"
 
@@ -96,20 +95,3 @@ def test_dev_set_format_is_checked(tmp_path) -> None:
             read_dev_set(path)
     with pytest.raises(DevSetError, match="not found"):
         read_dev_set(tmp_path / "missing.jsonl")
-
-
-@pytest.mark.parametrize(("term", "negated"), [
-    ("fatty liver not caused by alcohol", {"caused", "by", "alcohol"}),
-    ("right shoulder hurts, no injury", {"injury"}),
-    ("concussion but did not black out, first visit", {"black", "out"}),  # the clause ends at the comma
-    ("patient didn't fall and has a hip fracture", {"fall"}),  # and "and" starts another clause
-    ("no pain in the left knee, pain in the right knee", {"left"}),  # a word said outside a negation is affirmed
-    ("vomiting without nausea", set()),  # codes say "without" too: matched as written
-    ("non-small cell lung cancer", set()),
-    ("fatty liver, not elsewhere classified", set()),  # the Tabular's filler, not a negation
-    ("anemia not otherwise specified, not due to iron", {"due", "to", "iron"}),
-    ("anemia from not enough iron", set()),  # too little of something is a deficiency, not an absence
-    ("not sufficient vitamin d, no rickets", {"rickets"}),
-])
-def test_negated_words_reach_to_the_end_of_their_clause(term, negated) -> None:
-    assert negated_words(term) == negated

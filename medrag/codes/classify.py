@@ -156,6 +156,11 @@ class Classification:
                 by_word.setdefault(word, set()).add(signal.system)
         return {word for word, systems in by_word.items() if systems == {system}}
 
+    def as_json(self) -> dict[str, object]:
+        """What the term analysis in SQL reads of it (medrag_code_concepts): words, scores and signals."""
+        return {"words": list(self.words), "scores": self.scores,
+                "signals": [[signal.system, signal.kind, signal.text, signal.weight] for signal in self.signals]}
+
     def describe(self) -> str:
         """One trace line: each system's score and its strongest signals."""
         parts = []

@@ -354,10 +354,7 @@ class _Search:
                 futures += [self._submit(Lookup("trigram", system, text=self.text, kinds=self._kinds(system)))
                             for system in self.systems]
             # Concepts belong to the systems the classifier heard (a multi-intent term's halves), whatever is searched.
-            self.query = build_term_query(self.text, self.classification, self.finder.synonyms,
-                                          lambda words: plan.analyze_words(self.finder.engine, words),
-                                          self.classification.systems(),
-                                          lambda words: plan.compound_words(self.finder.engine, words))
+            self.query = build_term_query(self.finder.engine, self.text, self.classification)
             negated = self.query.negations()
             if negated:
                 self.trace.append(f"negation: not {', '.join(concept.text for concept in negated)} (not searched; a "

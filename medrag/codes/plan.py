@@ -273,22 +273,6 @@ def analyze_words(engine: Engine, words: Sequence[str]) -> dict[str, tuple[str, 
         return {row.word: tuple(row.lexemes) for row in conn.execute(_ANALYZE_WORDS, {"words": list(words)})}
 
 
-_COMPOUNDS = text("SELECT typed, compound, lexeme FROM medrag_compounds(CAST(:words AS text[])) "
-                  "ORDER BY typed, compound")
-
-
-def compound_words(engine: Engine, words: Sequence[str]) -> dict[str, tuple[tuple[str, str], ...]]:
-    """The corpus's hyphenated words that each typed word writes joined, with their lexemes ("checkup":
-    check-up), from sql/search.sql medrag_compounds."""
-    if not words:
-        return {}
-    found: dict[str, list[tuple[str, str]]] = {}
-    with engine.connect() as conn:
-        for row in conn.execute(_COMPOUNDS, {"words": list(words)}):
-            found.setdefault(row.typed, []).append((row.compound, row.lexeme))
-    return {word: tuple(forms) for word, forms in found.items()}
-
-
 _KNOWN_WORDS = text("SELECT w FROM unnest(CAST(:words AS text[])) AS w WHERE medrag_known_word(lower(w))")
 
 

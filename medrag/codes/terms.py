@@ -9,12 +9,13 @@ the full-text index uses).
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Sequence
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from medrag.codes.classify import QUALIFIER_WORDS, SYSTEMS, Classification, words_of
-from medrag.codes.synonyms import SynonymTable
+from sqlalchemy import Connection, Engine, text
+
+from medrag.codes.classify import QUALIFIER_WORDS, SEARCH_THRESHOLD, SYSTEMS, Classification
 
 TYPED = "typed"
 COMPOUND = "compound"  # the typed word as the corpus writes it, hyphenated ("checkup": check-up)
@@ -26,13 +27,16 @@ AS_TYPED = (TYPED, COMPOUND)
 MIN_PATTERN = 3  # the trigram index needs three characters
 # A negation ("fatty liver not caused by alcohol", "shoulder pain, no injury") reaches from its cue to the end of the
 # clause: a comma or other stop, or a word that starts another clause. "without" is not a cue here: codes say it
-# too ("Vomiting without nausea"), and their "without" clauses are matched as written (consolidate.lexical_match);
+# too ("Vomiting without nausea"), and their "without" clauses are matched as written (sql/codes.sql);
 # nor is the "not" of the Tabular's own filler ("not elsewhere classified", "not otherwise specified"), nor a "not
-# enough" (too little of something is a deficiency, which codes name: "anemia from not enough iron").
-_NEGATION = re.compile(r"\b(?:not(?!\s+(?:elsewhere|otherwise|specified|further|enough|sufficient|adequate))|no|"
-                       r"never|denies|denied|"
-                       r"negative for|(?:did|does|do|is|was|has|had)n't)\b"
-                       r"([^,;.:()]*?)(?=[,;.:()]|\b(?:but|and|with|or|who|which)\b|$)", re.IGNORECASE)
+# enough" (too little of something is a deficiency, which codes name: "anemia from not enough iron"). Run by
+# PostgreSQL (medrag_negated_words), case-insensitive, with \b written \y. The clause is a greedy run of characters
+# none of which starts a stop: PostgreSQL makes a whole expression greedy when its first quantified part is, so a
+# lazy run ending where a stop comes would run on to the last stop.
+_NEGATION = (r"\b(?:not(?!\s+(?:elsewhere|otherwise|specified|further|enough|sufficient|adequate))|no|"
+             r"never|denies|denied|"
+             r"negative for|(?:did|does|do|is|was|has|had)n't)\b"
+             r"((?:(?!\b(?:but|and|with|or|who|which)\b)[^,;.:()])*)")
 
 
 @dataclass(frozen=True)
@@ -178,79 +182,141 @@ def _stems_in_word(word: str, lexemes: Iterable[str]) -> list[str]:
     return stems
 
 
-def negated_words(text: str) -> frozenset[str]:
-    """Words the term says only inside a negation ("fatty liver not caused by alcohol": caused, by, alcohol)."""
-    inside = {word for match in _NEGATION.finditer(text) for word in words_of(match.group(1))}
-    outside = words_of(_NEGATION.sub(" ", text))
-    return frozenset(inside - set(outside))
+_TERM_QUERY = text("SELECT medrag_code_concepts(:text, CAST(:classification AS jsonb))")
 
 
-def build_term_query(
-    text: str,
-    classification: Classification,
-    synonyms: SynonymTable,
-    lexemes_of: Callable[[Sequence[str]], dict[str, tuple[str, ...]]],
-    systems: Sequence[str],
-    compounds_of: Callable[[Sequence[str]], dict[str, tuple[tuple[str, str], ...]]] | None = None,
-) -> TermQuery:
-    """Concepts of a classified term: synonym phrases grouped, stop words left out, focus systems assigned.
-
-    `systems` are the systems being searched; with more than one, words that signal only one of them are focus
-    for that one alone. `compounds_of` gives the hyphenated forms of typed words ("checkup": check-up, with its
-    lexeme), each a second wording of its word.
-    """
-    words = list(classification.words)
-    spans: list[tuple[int, int]] = []
-    index = 0
-    for match in synonyms.matches(words):
-        spans += [(position, position + 1) for position in range(index, match.start)]
-        spans.append((match.start, match.end))
-        index = match.end
-    spans += [(position, position + 1) for position in range(index, len(words))]
-    matched = {(match.start, match.end): match.entry for match in synonyms.matches(words)}
-    expansion_words = {word for entry in matched.values() for expansion in entry.expansions
-                       for word in words_of(expansion)}
-    lexemes = lexemes_of(sorted(set(words) | expansion_words))
-    compounds = compounds_of(sorted(set(words))) if compounds_of else {}
-    exclusive = {system: classification.exclusive_words(system) for system in SYSTEMS}
-    negated = negated_words(text)
-    query = TermQuery(text)
-    for start, end in spans:
-        concept_words = tuple(words[start:end])
-        concept_lexemes = frozenset(lexeme for word in concept_words for lexeme in lexemes.get(word, ()))
-        entry = matched.get((start, end))
-        if not concept_lexemes and entry is not None:
-            # a stop word the table gives a meaning ("both": bilateral) is its expansions from the start
-            concept = _stop_word_concept(concept_words, entry.expansions, lexemes)
-            if concept is not None:
-                query.concepts.append(concept)
-            continue
-        if not concept_lexemes:
-            continue  # stop words ("of", "the", "with")
-        # A word that signals only one system is that system's business in a multi-intent term.
-        owners = {system for system in SYSTEMS if set(concept_words) & exclusive[system]}
-        focus = frozenset(owners) if owners and len(systems) > 1 else frozenset(SYSTEMS)
-        qualifier = all(word in QUALIFIER_WORDS for word in concept_words)
-        explains = frozenset(lexeme for expansion in (entry.expansions if entry else ())
-                             for word in words_of(expansion) for lexeme in lexemes.get(word, ()))
-        wordings = [Wording(concept_words, concept_lexemes, TYPED)]
-        if len(concept_words) == 1:
-            wordings += [Wording((compound,), frozenset({lexeme}), COMPOUND)
-                         for compound, lexeme in compounds.get(concept_words[0], ())]
-        query.concepts.append(Concept(concept_words, wordings, focus, qualifier, explains=explains,
-                                      negated=set(concept_words) <= negated))
-    return query
+def build_term_query(conn: Connection | Engine, text_: str, classification: Classification) -> TermQuery:
+    """Concepts of a classified term (medrag_code_concepts, rendered by term_query_sql): synonym phrases grouped, stop
+    words left out, focus systems assigned, compounds and negations marked."""
+    if isinstance(conn, Engine):
+        with conn.connect() as connection:
+            return build_term_query(connection, text_, classification)
+    found = conn.execute(_TERM_QUERY, {"text": text_, "classification": json.dumps(classification.as_json())}
+                         ).scalar_one()
+    return TermQuery(text_, [Concept(tuple(concept["words"]),
+                                     [Wording(tuple(wording["words"]), frozenset(wording["lexemes"]), wording["origin"])
+                                      for wording in concept["wordings"]],
+                                     frozenset(concept["systems"]), concept["qualifier"],
+                                     negated=concept["negated"], explains=frozenset(concept["explains"]))
+                             for concept in found])
 
 
-def _stop_word_concept(words: tuple[str, ...], expansions: Sequence[str],
-                       lexemes: dict[str, tuple[str, ...]]) -> Concept | None:
-    """A concept of words with no lexemes of their own, worded by their synonyms: a qualifier, about any system."""
-    wordings = []
-    for expansion in expansions:
-        expansion_words = tuple(words_of(expansion))
-        expansion_lexemes = frozenset(lexeme for word in expansion_words for lexeme in lexemes.get(word, ()))
-        if expansion_lexemes:
-            wordings.append(Wording(expansion_words, expansion_lexemes, SYNONYM))
-    if not wordings:
-        return None
-    return Concept(words, wordings, frozenset(SYSTEMS), qualifier=True)
+def term_query_sql() -> str:
+    """medrag_negated_words(text) and medrag_code_concepts(text, classification): a term's concepts as build_term_query
+    describes them, rendered into generated.sql from this module's rules (classify's qualifier words and systems)."""
+    negation = _NEGATION.replace(r"\b", r"\y").replace("'", "''")
+    systems = "ARRAY[" + ", ".join(f"'{system}'" for system in SYSTEMS) + "]"
+    qualifiers = "ARRAY[" + ", ".join(f"'{word}'" for word in sorted(QUALIFIER_WORDS)) + "]"
+    return f"""
+-- Words a term says only inside a negation ("fatty liver not caused by alcohol": caused, by, alcohol): a cue reaches to
+-- the end of its clause (medrag/codes/terms.py renders this script and says which cues count).
+CREATE OR REPLACE FUNCTION medrag_negated_words(term_text text)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT coalesce(array_agg(DISTINCT w), '{{}}')
+    FROM (SELECT unnest(medrag_words_of(m.found[1])) AS w
+          FROM regexp_matches(term_text, '{negation}', 'gi') AS m(found)
+          EXCEPT
+          SELECT unnest(medrag_words_of(regexp_replace(term_text, '{negation}', ' ', 'gi')))) inside
+$$;
+
+-- A classified term's concepts (medrag_classify_code_term gives the classification): each synonym phrase of the table
+-- one concept, each other word one, stop words left out (a stop word the table gives a meaning, "both", is its
+-- expansions); a word that signals only one system is that system's business when the classifier heard more than
+-- one; a one-word concept is also worded as the corpus writes it hyphenated ("checkup": check-up). Lexemes are the
+-- english configuration's, as the full-text index stems. One statement: a loop of small ones cost ten times more.
+CREATE OR REPLACE FUNCTION medrag_code_concepts(term_text text, classification jsonb)
+RETURNS jsonb
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    WITH input AS (
+        SELECT ARRAY(SELECT jsonb_array_elements_text(classification -> 'words')) AS words,
+               medrag_code_synonyms() AS entries,
+               medrag_negated_words(term_text) AS negated,
+               -- more than one system heard: scoring {SEARCH_THRESHOLD} or more (every system when none does)
+               (SELECT count(*) FROM jsonb_each_text(classification -> 'scores') AS s(system, score)
+                WHERE s.score::float8 >= {SEARCH_THRESHOLD}) <> 1 AS heard_more
+    ),
+    match AS (SELECT m.* FROM input, medrag_code_synonym_matches(input.words) AS m),
+    span AS (
+        SELECT m.start_at, m.end_at, input.entries -> m.term AS entry FROM match m, input
+        UNION ALL
+        SELECT i - 1, i, NULL FROM input, generate_subscripts(input.words, 1) AS i
+        WHERE NOT EXISTS (SELECT 1 FROM match m WHERE i - 1 >= m.start_at AND i - 1 < m.end_at)
+    ),
+    expansion AS (
+        SELECT s.start_at, e.n, medrag_words_of(e.expansion) AS words
+        FROM span s, jsonb_array_elements_text(s.entry -> 'expansions') WITH ORDINALITY AS e(expansion, n)
+    ),
+    lexeme AS (
+        SELECT w.word, tsvector_to_array(to_tsvector('english', w.word)) AS lexemes
+        -- UNION ALL: a word twice is looked up twice, where a UNION's hash table (sized by guesses) cost milliseconds
+        FROM (SELECT unnest(words) AS word FROM input UNION ALL SELECT unnest(words) FROM expansion) w
+    ),
+    compound AS MATERIALIZED (  -- once, not once per one-word concept
+        SELECT c.typed, jsonb_agg(jsonb_build_object('words', jsonb_build_array(c.compound),
+                                                     'lexemes', jsonb_build_array(c.lexeme), 'origin', '{COMPOUND}')
+                                  ORDER BY c.compound) AS wordings
+        FROM input, medrag_compounds(ARRAY(SELECT DISTINCT unnest(input.words))) AS c
+        GROUP BY c.typed
+    ),
+    -- each word only one system's signals name
+    exclusive AS (
+        SELECT w.word, min(s.signal ->> 0) AS system
+        FROM jsonb_array_elements(classification -> 'signals') AS s(signal),
+             regexp_split_to_table(s.signal ->> 2, ' ') AS w(word)
+        GROUP BY w.word
+        HAVING count(DISTINCT s.signal ->> 0) = 1
+    ),
+    concept AS (
+        SELECT s.start_at, s.entry, input.words[s.start_at + 1:s.end_at] AS words,
+               ARRAY(SELECT DISTINCT l FROM unnest(input.words[s.start_at + 1:s.end_at]) AS w
+                     JOIN lexeme x ON x.word = w, unnest(x.lexemes) AS l ORDER BY 1) AS lexemes
+        FROM span s, input
+    ),
+    expansion_wording AS (
+        SELECT e.start_at, e.n, e.words,
+               ARRAY(SELECT DISTINCT l FROM unnest(e.words) AS w JOIN lexeme x ON x.word = w, unnest(x.lexemes) AS l
+                     ORDER BY 1) AS lexemes
+        FROM expansion e
+    ),
+    described AS (
+        -- a stop word the table gives a meaning ("both": bilateral) is its expansions from the start
+        SELECT c.start_at,
+               jsonb_build_object('words', to_jsonb(c.words), 'wordings', w.wordings, 'systems', to_jsonb({systems}),
+                                  'qualifier', true, 'negated', false, 'explains', '[]'::jsonb) AS concept
+        FROM concept c
+        CROSS JOIN LATERAL (
+            SELECT jsonb_agg(jsonb_build_object('words', to_jsonb(x.words), 'lexemes', to_jsonb(x.lexemes),
+                                                'origin', '{SYNONYM}') ORDER BY x.n) AS wordings
+            FROM expansion_wording x WHERE x.start_at = c.start_at AND cardinality(x.lexemes) > 0) w
+        WHERE cardinality(c.lexemes) = 0 AND c.entry IS NOT NULL AND w.wordings IS NOT NULL
+        UNION ALL
+        SELECT c.start_at,
+               jsonb_build_object(
+                   'words', to_jsonb(c.words),
+                   'wordings', jsonb_build_array(jsonb_build_object('words', to_jsonb(c.words), 'origin', '{TYPED}',
+                                                                    'lexemes', to_jsonb(c.lexemes)))
+                               || CASE WHEN cardinality(c.words) = 1
+                                       THEN coalesce((SELECT k.wordings FROM compound k WHERE k.typed = c.words[1]),
+                                                     '[]')
+                                       ELSE '[]' END,
+                   'systems', to_jsonb(CASE WHEN input.heard_more AND owner.systems IS NOT NULL THEN owner.systems
+                                            ELSE {systems} END),
+                   'qualifier', c.words <@ {qualifiers}::text[],
+                   'negated', c.words <@ input.negated,
+                   'explains', to_jsonb(ARRAY(SELECT DISTINCT l FROM expansion_wording x, unnest(x.lexemes) AS l
+                                              WHERE x.start_at = c.start_at ORDER BY 1)))
+        FROM concept c
+        CROSS JOIN input
+        -- the systems a word of it signals alone, in the systems' order
+        CROSS JOIN LATERAL (
+            SELECT array_agg(s.system ORDER BY s.n) AS systems
+            FROM unnest({systems}) WITH ORDINALITY AS s(system, n)
+            WHERE EXISTS (SELECT 1 FROM exclusive e WHERE e.word = ANY (c.words) AND e.system = s.system)) owner
+        WHERE cardinality(c.lexemes) > 0  -- else stop words ("of", "the", "with")
+    )
+    SELECT coalesce(jsonb_agg(concept ORDER BY start_at), '[]') FROM described
+$$;
+"""

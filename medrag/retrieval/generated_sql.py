@@ -2,9 +2,9 @@
 
 One script, `generated.sql` in medrag_sql_script, hash-checked like the hand-written ones: identifier shapes and
 the code sets' names (medrag.core.identifiers), the search's tuned numbers (medrag.retrieval.settings), the code
-finder's scoring numbers and word lists (medrag.codes.consolidate), its synonym table (medrag.codes.synonyms) and
-classification (medrag.codes.classify), and the document kinds with their search groups
-and vector indexes (medrag.sources.registry). A new document kind needs no SQL edit here.
+finder's scoring numbers and word lists (medrag.codes.consolidate), its synonym table (medrag.codes.synonyms),
+classification (medrag.codes.classify) and term analysis (medrag.codes.terms), and the document kinds with their
+search groups and vector indexes (medrag.sources.registry). A new document kind needs no SQL edit here.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from medrag.codes.classify import classification_sql
 from medrag.codes.consolidate import code_settings_sql
 from medrag.codes.synonyms import synonyms_sql
+from medrag.codes.terms import term_query_sql
 from medrag.core.identifiers import default_cue_sql, identifiers_sql, named_code_set_sql
 from medrag.retrieval.settings import search_settings_sql
 from medrag.sources.registry import CODE_GROUP, POLICY_GROUP, document_kinds
@@ -92,4 +93,4 @@ def generated_script() -> str:
     """The whole generated script, in the order its functions are best read."""
     return "\n".join((identifiers_sql(), named_code_set_sql(), default_cue_sql(), search_settings_sql(),
                       document_group_sql(), nearest_sql(), code_settings_sql(), synonyms_sql(),
-                      classification_sql()))
+                      classification_sql(), term_query_sql()))
