@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import text
 
 from medrag.codes.classify import HCPCS, ICD10CM, SYSTEMS, classify
-from medrag.codes.terms import SYNONYM, TYPED, build_term_query
+from medrag.codes.terms import SYNONYM, TYPED, analyze_term
 
 
 @pytest.mark.parametrize(("term", "systems"), [
@@ -91,10 +91,10 @@ def test_a_terms_concepts_group_synonym_phrases_and_mark_focus_and_negation(engi
     """"copd" is a table term (one concept, its expansion explaining a code's words); "both" is a stop word the table
     gives a meaning; in a multi-intent term a word that signals one system is that system's alone."""
     with engine.connect() as conn:
-        classification = classify(conn, "copd exacerbation in both lungs, not caused by smoking")
-        query = build_term_query(conn, classification.text, classification)
-        multi = classify(conn, "diabetes a1c test strips")
-        multi_query = build_term_query(conn, multi.text, multi)
+        classification, query = analyze_term(conn, "copd exacerbation in both lungs, not caused by smoking")
+        multi, multi_query = analyze_term(conn, "diabetes a1c test strips")
+    assert classification == classify(engine, "copd exacerbation in both lungs, not caused by smoking")
+    assert query.text == "copd exacerbation in both lungs, not caused by smoking" and multi.scores[HCPCS] > 0.3
     by_text = {concept.text: concept for concept in query.concepts}
     assert list(by_text) == ["copd", "exacerbation", "both", "lungs", "caused", "smoking"]
     assert "obstruct" in by_text["copd"].explains and by_text["copd"].wordings[0].origin == TYPED

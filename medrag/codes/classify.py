@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
@@ -156,11 +157,6 @@ class Classification:
                 by_word.setdefault(word, set()).add(signal.system)
         return {word for word, systems in by_word.items() if systems == {system}}
 
-    def as_json(self) -> dict[str, object]:
-        """What the term analysis in SQL reads of it (medrag_code_concepts): words, scores and signals."""
-        return {"words": list(self.words), "scores": self.scores,
-                "signals": [[signal.system, signal.kind, signal.text, signal.weight] for signal in self.signals]}
-
     def describe(self) -> str:
         """One trace line: each system's score and its strongest signals."""
         parts = []
@@ -186,7 +182,11 @@ def classify(conn: Connection | Engine, query: str, *, named: str | None = None)
     if isinstance(conn, Engine):
         with conn.connect() as connection:
             return classify(connection, query, named=named)
-    found = conn.execute(_CLASSIFY, {"term": query, "named": named}).scalar_one()
+    return classification_from(query, conn.execute(_CLASSIFY, {"term": query, "named": named}).scalar_one())
+
+
+def classification_from(query: str, found: dict[str, Any]) -> Classification:
+    """The Classification medrag_classify_code_term's jsonb describes."""
     return Classification(
         query, tuple(found["words"]), {system: found["scores"][system] for system in SYSTEMS},
         tuple(Signal(*signal) for signal in found["signals"]),

@@ -35,7 +35,7 @@ from medrag.codes.plan import CodeRelease, CodeRow, IndexRelease, Lookup, Lookup
 from medrag.codes.reflect import Decision, ReflectState, reflect
 from medrag.codes.results import CodeMatch, CodeSearch, Related, summarize
 from medrag.codes.synonyms import SynonymTable, load_clinical_synonyms
-from medrag.codes.terms import COMPOUND, SPELLING, SYNONYM, TermQuery, Wording, build_term_query
+from medrag.codes.terms import COMPOUND, SPELLING, SYNONYM, TermQuery, Wording, analyze_term
 from medrag.core.errors import MedragError
 from medrag.retrieval.search import RankedCode
 
@@ -189,7 +189,7 @@ class CodeFinder:
         external = (self._executor.submit(search_clinical_tables, term, base_url=external_url)
                     if external_url else None)
         requested = normalize_systems(systems)
-        classification = classify(self.engine, term)
+        classification, query = analyze_term(self.engine, term)
         # Every requested system is searched: the classifier's signal is a prior on the scores, never a filter.
         searched = requested or list(SYSTEMS)
         trace = [classification.describe() + f" -> search {', '.join(searched)}"]
@@ -207,7 +207,7 @@ class CodeFinder:
                                               + ("" if releases[system].is_current else " (not current)")
                                               for system in searched))
         # "ICD-10 code for CHF": the words that ask for a code say which codes (a signal), not what they are for
-        run = _Search(self, classification.searched, classification, releases, trace)
+        run = _Search(self, classification, query, releases, trace)
         run.search(searched)
         related_started = time.perf_counter()
         results = self._matches(run.pool, run.systems, top, trace, classification.encounter)
@@ -290,16 +290,15 @@ def _tier_counts(results: list[CodeMatch]) -> str:
 class _Search:
     """One find() in progress: the term's concepts, the candidate pool, the rounds run so far."""
 
-    def __init__(self, finder: CodeFinder, term: str, classification: Classification,
+    def __init__(self, finder: CodeFinder, classification: Classification, query: TermQuery,
                  releases: dict[str, CodeRelease], trace: list[str]) -> None:
         self.finder = finder
-        self.term = term
         self.classification = classification
         self.releases = releases
         self.trace = trace
         self.pool = CandidatePool()
         self.text = classification.text
-        self.query = TermQuery(self.text)
+        self.query = query
         self.systems: list[str] = []
         self.embedding: Future[list[float] | None] | None = None
         self.semantic_systems: set[str] = set()
@@ -353,8 +352,6 @@ class _Search:
             if len(words_of(self.text)) <= TRIGRAM_MAX_WORDS:
                 futures += [self._submit(Lookup("trigram", system, text=self.text, kinds=self._kinds(system)))
                             for system in self.systems]
-            # Concepts belong to the systems the classifier heard (a multi-intent term's halves), whatever is searched.
-            self.query = build_term_query(self.finder.engine, self.text, self.classification)
             negated = self.query.negations()
             if negated:
                 self.trace.append(f"negation: not {', '.join(concept.text for concept in negated)} (not searched; a "

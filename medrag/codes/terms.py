@@ -9,13 +9,12 @@ the full-text index uses).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, Engine, text
 
-from medrag.codes.classify import QUALIFIER_WORDS, SEARCH_THRESHOLD, SYSTEMS, Classification
+from medrag.codes.classify import QUALIFIER_WORDS, SEARCH_THRESHOLD, SYSTEMS, Classification, classification_from
 
 TYPED = "typed"
 COMPOUND = "compound"  # the typed word as the corpus writes it, hyphenated ("checkup": check-up)
@@ -182,27 +181,30 @@ def _stems_in_word(word: str, lexemes: Iterable[str]) -> list[str]:
     return stems
 
 
-_TERM_QUERY = text("SELECT medrag_code_concepts(:text, CAST(:classification AS jsonb))")
+_ANALYZE = text("SELECT c, medrag_code_concepts(c ->> 'text', c) AS concepts "
+                "FROM medrag_classify_code_term(:term) AS c")
 
 
-def build_term_query(conn: Connection | Engine, text_: str, classification: Classification) -> TermQuery:
-    """Concepts of a classified term (medrag_code_concepts, rendered by term_query_sql): synonym phrases grouped, stop
-    words left out, focus systems assigned, compounds and negations marked."""
+def analyze_term(conn: Connection | Engine, term: str) -> tuple[Classification, TermQuery]:
+    """A term's classification (medrag_classify_code_term) and concepts (medrag_code_concepts, rendered by
+    term_query_sql: synonym phrases grouped, stop words left out, focus systems assigned, compounds and negations
+    marked), in one statement."""
     if isinstance(conn, Engine):
         with conn.connect() as connection:
-            return build_term_query(connection, text_, classification)
-    found = conn.execute(_TERM_QUERY, {"text": text_, "classification": json.dumps(classification.as_json())}
-                         ).scalar_one()
-    return TermQuery(text_, [Concept(tuple(concept["words"]),
-                                     [Wording(tuple(wording["words"]), frozenset(wording["lexemes"]), wording["origin"])
-                                      for wording in concept["wordings"]],
-                                     frozenset(concept["systems"]), concept["qualifier"],
-                                     negated=concept["negated"], explains=frozenset(concept["explains"]))
-                             for concept in found])
+            return analyze_term(connection, term)
+    row = conn.execute(_ANALYZE, {"term": term}).one()
+    classification = classification_from(term, row.c)
+    return classification, TermQuery(classification.text, [
+        Concept(tuple(concept["words"]),
+                [Wording(tuple(wording["words"]), frozenset(wording["lexemes"]), wording["origin"])
+                 for wording in concept["wordings"]],
+                frozenset(concept["systems"]), concept["qualifier"], negated=concept["negated"],
+                explains=frozenset(concept["explains"]))
+        for concept in row.concepts])
 
 
 def term_query_sql() -> str:
-    """medrag_negated_words(text) and medrag_code_concepts(text, classification): a term's concepts as build_term_query
+    """medrag_negated_words(text) and medrag_code_concepts(text, classification): a term's concepts as analyze_term
     describes them, rendered into generated.sql from this module's rules (classify's qualifier words and systems)."""
     negation = _NEGATION.replace(r"\b", r"\y").replace("'", "''")
     systems = "ARRAY[" + ", ".join(f"'{system}'" for system in SYSTEMS) + "]"
