@@ -600,35 +600,41 @@ AS $$
         LIMIT 4 * n
     ),
     entry_code AS (
-        SELECT c.code, m.shared, m.precision, cardinality(m.path) AS levels, m.entry_id,
-               tsvector_to_array(m.search_vector) AS lexemes,
-               CASE WHEN cardinality(m.path) > 2
-                    THEN medrag_lexemes(
-                        split_part(m.path[1], ',', 1) || ' '
-                        || coalesce((SELECT string_agg(m.path[i], ' ' ORDER BY i)
-                                     FROM generate_subscripts(m.path, 1) AS i
-                                     WHERE i > 1 AND i < cardinality(m.path) - 1
-                                       AND m.path[i + 1] ~* '^(with|without|in|due to|following|during)$') || ' ', '')
-                        || CASE WHEN length(to_tsvector('english', m.path[cardinality(m.path)])) = 0
-                                THEN m.path[cardinality(m.path) - 1] || ' ' ELSE '' END
-                        || m.path[cardinality(m.path)]
-                        || coalesce(' ' || regexp_replace(m.column_name, '\([^)]*\)', ' ', 'g'), ''))
-                    ELSE m.core_lexemes END AS core_lexemes,
-               medrag_without_lexemes(array_to_string(m.path || m.nemod, ', ')) AS negated,
-               m.index_title || ': ' || array_to_string(m.path, ' > ') || coalesce(', ' || m.column_name, '')
-                   || ' -> ' || m.code AS evidence
+        SELECT c.code, m.shared, m.precision, cardinality(m.path) AS levels, m.entry_id, m.path, m.nemod,
+               m.column_name, m.core_lexemes, m.search_vector, m.index_title, m.code AS entry_code
         FROM matched m
         JOIN icd10cm_code c ON c.release_id = code_release AND c.code = rtrim(m.code, '.-')
     ),
     coded AS (
-        SELECT DISTINCT ON (code) code, shared + precision AS score, lexemes, core_lexemes, negated, evidence
+        SELECT DISTINCT ON (code) *, shared + precision AS score
         FROM entry_code
         -- among a code's entries that match alike, the one with the fewest levels (then the first listed) is shown
         ORDER BY code, shared DESC, precision DESC, levels, entry_id
+    ),
+    best AS (
+        SELECT *, (row_number() OVER (ORDER BY score DESC, code))::int AS leg_rank
+        FROM coded
+        ORDER BY leg_rank
+        LIMIT n
     )
-    SELECT code, (row_number() OVER (ORDER BY score DESC, code))::int, score::float8, evidence, lexemes,
-           core_lexemes, negated
-    FROM coded
-    ORDER BY 2
-    LIMIT n
+    -- what the scoring reads of an entry, for the entries shown only
+    SELECT m.code, m.leg_rank, m.score::float8,
+           m.index_title || ': ' || array_to_string(m.path, ' > ') || coalesce(', ' || m.column_name, '')
+               || ' -> ' || m.entry_code,
+           tsvector_to_array(m.search_vector),
+           CASE WHEN cardinality(m.path) > 2
+                THEN medrag_lexemes(
+                    split_part(m.path[1], ',', 1) || ' '
+                    || coalesce((SELECT string_agg(m.path[i], ' ' ORDER BY i)
+                                 FROM generate_subscripts(m.path, 1) AS i
+                                 WHERE i > 1 AND i < cardinality(m.path) - 1
+                                   AND m.path[i + 1] ~* '^(with|without|in|due to|following|during)$') || ' ', '')
+                    || CASE WHEN length(to_tsvector('english', m.path[cardinality(m.path)])) = 0
+                            THEN m.path[cardinality(m.path) - 1] || ' ' ELSE '' END
+                    || m.path[cardinality(m.path)]
+                    || coalesce(' ' || regexp_replace(m.column_name, '\([^)]*\)', ' ', 'g'), ''))
+                ELSE m.core_lexemes END,
+           medrag_without_lexemes(array_to_string(m.path || m.nemod, ', '))
+    FROM best m
+    ORDER BY m.leg_rank
 $$;

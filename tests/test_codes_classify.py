@@ -56,6 +56,8 @@ def test_a_terms_words_scores_and_doses(engine) -> None:
     assert result.scores == {ICD10CM: 0.699, HCPCS: 0.996}  # 1 - e^-1.2; 1 - e^-(3 + 1.5 + 1)
     assert classify(engine, "stroke, not further specified").unspecified == ("not further specified",)
     assert classify(engine, "stroke, not further specified").searched == "stroke, unspecified"
+    # a term that asks for no code is trimmed all the same
+    assert classify(engine, "power wheelchair for home use?").searched == "power wheelchair for home use"
 
 
 @pytest.mark.parametrize(("term", "encounter", "searched"), [

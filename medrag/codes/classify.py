@@ -86,12 +86,18 @@ _ICD_CODE_DOTTED = rf"{CODE_BEFORE}({identifiers.ICD10CM_DOTTED}){AFTER}"
 _ICD_CODE_BARE = (rf"{CODE_BEFORE}({identifiers.ICD10CM_CATEGORY_IN_TEXT}|{identifiers.ICD10CM_UNDOTTED})"
                   rf"{AFTER_CATEGORY}")
 _ICD_CODE_UNDOTTED = rf"{CODE_BEFORE}({identifiers.ICD10CM_UNDOTTED}){AFTER_CATEGORY}"
-_MODIFIER_CODE = r"^[a-z0-9]{2}$"
 # The words that ask for a code (medrag.core.identifiers, which the search's SQL reads too); the code set a term names
 # is medrag_named_code_set's.
 _ASKS_FOR_CODE = rf"{BEFORE}{identifiers.ASKS_FOR_CODE}{AFTER}"
 # "not further specified", "type not documented": the code for a detail not known, worded as the Tabular does
 _UNSPECIFIED = rf"{BEFORE}(?:{identifiers.UNSPECIFIED_CUE}){AFTER}"
+# What a term holds wherever one of these patterns matches it (LIKE patterns): where it holds none, the pattern is
+# not run. The words that ask for a code, or name a code set, say "icd", "code" or "hcpcs"; a visit phrase "visit",
+# "encounter", "treatment" or "seen"; a sequela "sequela" or "effect"; an unknown detail "not", "unspecified" or
+# "unknown".
+_ASKS_FOR_CODE_NEEDS = ("%icd%", "%code%", "%hcpcs%")
+_ENCOUNTER_NEEDS = ("%visit%", "%encounter%", "%treatment%", "%seen%", "%sequela%", "%effect%")
+_UNSPECIFIED_NEEDS = ("%not%", "%unspecified%", "%unknown%")
 _WORD = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*")
 # The encounter a term names ("broken wrist, first visit"): what an injury code's 7th character says (A initial, D
 # subsequent, S sequela), not what the code is for. The visit phrases are set aside like the words that ask for a
@@ -219,14 +225,15 @@ def classification_sql() -> str:
     item_kinds = ", ".join(f"'{kind}'" for kind in _ITEM_KINDS)
     apostrophe = "''''"
     return f"""
--- A term with its regular-expression matches taken out (in any case), single-spaced and trimmed of punctuation; the
--- term itself when nothing else is left (medrag/codes/classify.py renders this script).
+-- A term with its regular-expression matches taken out (in any case; none for a NULL pattern), single-spaced and
+-- trimmed of punctuation; the term itself when nothing else is left (medrag/codes/classify.py renders this script).
 CREATE OR REPLACE FUNCTION medrag_set_aside(term text, pattern text)
 RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT coalesce(nullif(btrim(regexp_replace(regexp_replace(term, pattern, ' ', 'gi'), '\\s+', ' ', 'g'),
-                                 ' ?.,:;'), ''), term)
+    SELECT coalesce(nullif(btrim(regexp_replace(CASE WHEN pattern IS NULL THEN term
+                                                     ELSE regexp_replace(term, pattern, ' ', 'gi') END,
+                                                '\\s+', ' ', 'g'), ' ?.,:;'), ''), term)
 $$;
 
 -- The lower-case words of a text (hyphenated words and apostrophes kept together), in order.
@@ -263,7 +270,7 @@ BEGIN
     IF lexicons -> 'diagnosis' ? word THEN
         found := jsonb_build_array(jsonb_build_array('{ICD10CM}', 'diagnosis word', word, weights -> 'diagnosis word'));
     ELSIF NOT word = ANY ({_sql_words(_NOT_DIAGNOSES)}) AND length(word) > 5
-          AND word ~ '({"|".join(_DIAGNOSIS_SUFFIXES)})$' THEN
+          AND word LIKE ANY ({_sql_words(tuple("%" + suffix for suffix in _DIAGNOSIS_SUFFIXES))}) THEN
         found := jsonb_build_array(jsonb_build_array('{ICD10CM}', 'diagnosis suffix', word,
                                                      weights -> 'diagnosis suffix'));
     END IF;
@@ -304,45 +311,66 @@ DECLARE
     signal jsonb;
     icd_total float8 := 0;
     hcpcs_total float8 := 0;
+    -- a code has a digit: without one, the code patterns are not run
+    has_digit constant boolean := translate(term, '0123456789', '') <> term;
 BEGIN
-    hcpcs_codes := medrag_distinct_in_order(ARRAY(
-        SELECT upper(m.found[1]) FROM regexp_matches(term, '{_sql_regex(_HCPCS_CODE)}', 'gi')
-                                      WITH ORDINALITY AS m(found, n) ORDER BY m.n));
-    icd_codes := medrag_distinct_in_order(
-        ARRAY(SELECT upper(m.found[1]) FROM regexp_matches(term, '{_sql_regex(_ICD_CODE_DOTTED)}', 'gi')
-                                            WITH ORDINALITY AS m(found, n) ORDER BY m.n)
-        || ARRAY(SELECT CASE WHEN length(m.found[1]) <= 3 THEN upper(m.found[1])
-                             ELSE upper(left(m.found[1], 3)) || '.' || upper(substr(m.found[1], 4)) END
-                 FROM regexp_matches(term, '{_sql_regex(_ICD_CODE_BARE)}', 'gi')
-                      WITH ORDINALITY AS m(found, n) ORDER BY m.n));
+    -- Each pattern runs only where the words it needs are (a code's digit, a visit phrase's "visit" ...): a session
+    -- caches 32 compiled expressions, fewer than a code search uses, and recompiling one costs more than a match.
+    IF has_digit THEN
+        hcpcs_codes := medrag_distinct_in_order(ARRAY(
+            SELECT upper(m.found[1]) FROM regexp_matches(term, '{_sql_regex(_HCPCS_CODE)}', 'gi')
+                                          WITH ORDINALITY AS m(found, n) ORDER BY m.n));
+        icd_codes := medrag_distinct_in_order(
+            ARRAY(SELECT upper(m.found[1]) FROM regexp_matches(term, '{_sql_regex(_ICD_CODE_DOTTED)}', 'gi')
+                                                WITH ORDINALITY AS m(found, n) ORDER BY m.n)
+            || ARRAY(SELECT CASE WHEN length(m.found[1]) <= 3 THEN upper(m.found[1])
+                                 ELSE upper(left(m.found[1], 3)) || '.' || upper(substr(m.found[1], 4)) END
+                     FROM regexp_matches(term, '{_sql_regex(_ICD_CODE_BARE)}', 'gi')
+                          WITH ORDINALITY AS m(found, n) ORDER BY m.n));
+    ELSE
+        hcpcs_codes := '{{}}';
+        icd_codes := '{{}}';
+    END IF;
     IF cardinality(hcpcs_codes) > 0 THEN
         literal := literal || jsonb_build_array(jsonb_build_array('{HCPCS}', to_jsonb(hcpcs_codes)));
     END IF;
     IF cardinality(icd_codes) > 0 THEN
         literal := literal || jsonb_build_array(jsonb_build_array('{ICD10CM}', to_jsonb(icd_codes)));
     END IF;
-    named := coalesce(named, CASE medrag_named_code_set(term) WHEN 'icd10cm' THEN '{ICD10CM}'
-                                                              WHEN 'hcpcs' THEN '{HCPCS}' END);
-    rest := medrag_set_aside(term, '{_sql_regex(_ASKS_FOR_CODE)}');
-    IF false THEN
+    IF term ILIKE ANY ({_sql_words(_ASKS_FOR_CODE_NEEDS)}) THEN
+        named := coalesce(named, CASE medrag_named_code_set(term) WHEN 'icd10cm' THEN '{ICD10CM}'
+                                                                  WHEN 'hcpcs' THEN '{HCPCS}' END);
+        rest := medrag_set_aside(term, '{_sql_regex(_ASKS_FOR_CODE)}');
+    ELSE
+        rest := medrag_set_aside(term, NULL);
+    END IF;
+    IF NOT rest ILIKE ANY ({_sql_words(_ENCOUNTER_NEEDS)}) THEN
         NULL;
     {encounters}
     ELSIF rest ~* '{_sql_regex(_SEQUELA)}' THEN
         encounter := '{SEQUELA}';
     END IF;
-    unspecified := ARRAY(SELECT regexp_replace(lower(m.found[1]), '\\s+', ' ', 'g')
-                         FROM regexp_matches(rest, '({_sql_regex(_UNSPECIFIED)})', 'gi')
-                              WITH ORDINALITY AS m(found, n) ORDER BY m.n);
-    IF cardinality(unspecified) > 0 THEN
-        rest := regexp_replace(rest, '{_sql_regex(_UNSPECIFIED)}', 'unspecified', 'gi');
+    unspecified := '{{}}';
+    IF rest ILIKE ANY ({_sql_words(_UNSPECIFIED_NEEDS)}) THEN
+        unspecified := ARRAY(SELECT regexp_replace(lower(m.found[1]), '\\s+', ' ', 'g')
+                             FROM regexp_matches(rest, '({_sql_regex(_UNSPECIFIED)})', 'gi')
+                                  WITH ORDINALITY AS m(found, n) ORDER BY m.n);
     END IF;
-    stripped := btrim(regexp_replace(regexp_replace(regexp_replace(regexp_replace(rest,
-        '{_sql_regex(_HCPCS_CODE)}', ' ', 'gi'), '{_sql_regex(_ICD_CODE_DOTTED)}', ' ', 'gi'),
-        '{_sql_regex(_ICD_CODE_UNDOTTED)}', ' ', 'gi'), '\\s+', ' ', 'g'));
+    IF cardinality(unspecified) > 0 THEN
+        rest := regexp_replace(rest, '({_sql_regex(_UNSPECIFIED)})', 'unspecified', 'gi');
+    END IF;
+    stripped := rest;
+    IF translate(rest, '0123456789', '') <> rest THEN
+        stripped := regexp_replace(regexp_replace(regexp_replace(rest,
+            '{_sql_regex(_HCPCS_CODE)}', ' ', 'gi'), '{_sql_regex(_ICD_CODE_DOTTED)}', ' ', 'gi'),
+            '{_sql_regex(_ICD_CODE_UNDOTTED)}', ' ', 'gi');
+    END IF;
+    stripped := btrim(regexp_replace(stripped, '\\s+', ' ', 'g'));
     words := medrag_words_of(stripped);
     IF words && {_sql_words(_MODIFIER_WORDS)} THEN
         -- "KX modifier", "modifier RT": two-character tokens are modifier codes to look up exactly
-        modifier_codes := ARRAY(SELECT upper(w) FROM unnest(words) AS w WHERE w ~ '{_MODIFIER_CODE}');
+        -- a word of two characters is two letters or digits (a hyphen or apostrophe joins longer ones)
+        modifier_codes := ARRAY(SELECT upper(w) FROM unnest(words) AS w WHERE length(w) = 2);
         IF cardinality(modifier_codes) > 0 AND cardinality(hcpcs_codes) > 0 THEN
             literal := jsonb_set(literal, '{{0,1}}', to_jsonb(medrag_distinct_in_order(hcpcs_codes || modifier_codes)));
         ELSIF cardinality(modifier_codes) > 0 THEN
@@ -376,7 +404,8 @@ BEGIN
     signals := signals || coalesce((
         SELECT jsonb_agg(jsonb_build_array('{HCPCS}', 'dose', regexp_replace(lower(m.found[1]), '\\s+', ' ', 'g'),
                                            weights -> 'dose') ORDER BY m.n)
-        FROM regexp_matches(term, '({_sql_regex(_DOSE)})', 'gi') WITH ORDINALITY AS m(found, n)), '[]');
+        FROM regexp_matches(term, '({_sql_regex(_DOSE)})', 'gi') WITH ORDINALITY AS m(found, n)
+        WHERE has_digit), '[]');
     signals := signals || coalesce((
         SELECT jsonb_agg(jsonb_build_array(s.system, 'synonym', match.term, weights -> 'synonym')
                          ORDER BY match.start_at, s.n)

@@ -36,6 +36,8 @@ _NEGATION = (r"\b(?:not(?!\s+(?:elsewhere|otherwise|specified|further|enough|suf
              r"never|denies|denied|"
              r"negative for|(?:did|does|do|is|was|has|had)n't)\b"
              r"((?:(?!\b(?:but|and|with|or|who|which)\b)[^,;.:()])*)")
+# What a term holds wherever a negation cue is (LIKE patterns): without one, the pattern is not run.
+_NEGATION_NEEDS = ("%no%", "%never%", "%denie%", "%negative%", "%n't%")
 
 
 @dataclass(frozen=True)
@@ -207,6 +209,7 @@ def term_query_sql() -> str:
     """medrag_negated_words(text) and medrag_code_concepts(text, classification): a term's concepts as analyze_term
     describes them, rendered into generated.sql from this module's rules (classify's qualifier words and systems)."""
     negation = _NEGATION.replace(r"\b", r"\y").replace("'", "''")
+    needs = "ARRAY[" + ", ".join("'" + need.replace("'", "''") + "'" for need in _NEGATION_NEEDS) + "]"
     systems = "ARRAY[" + ", ".join(f"'{system}'" for system in SYSTEMS) + "]"
     qualifiers = "ARRAY[" + ", ".join(f"'{word}'" for word in sorted(QUALIFIER_WORDS)) + "]"
     return f"""
@@ -221,6 +224,8 @@ AS $$
           FROM regexp_matches(term_text, '{negation}', 'gi') AS m(found)
           EXCEPT
           SELECT unnest(medrag_words_of(regexp_replace(term_text, '{negation}', ' ', 'gi')))) inside
+    -- a session caches 32 compiled expressions, fewer than a code search uses: this one runs only where it may match
+    WHERE term_text ILIKE ANY ({needs})
 $$;
 
 -- A classified term's concepts (medrag_classify_code_term gives the classification): each synonym phrase of the table
