@@ -308,7 +308,11 @@ def test_synonyms_and_abbreviations_broaden(finder) -> None:
 
 
 def test_the_words_that_ask_for_a_code_name_its_system_and_are_not_searched(finder, indexed_engine) -> None:
-    from medrag.codes.classify import asked_code_set
+    from medrag.codes.classify import classify
+
+    def asked_code_set(term: str) -> tuple[str | None, str]:
+        found = classify(indexed_engine, term)
+        return found.named, found.searched
 
     assert asked_code_set("What is the ICD-10 code for CHF?") == (ICD10CM, "CHF")
     assert asked_code_set("dx code afib") == (ICD10CM, "afib")

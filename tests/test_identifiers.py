@@ -8,7 +8,7 @@ import re
 import pytest
 
 from medrag.answer.validate import find_code_tokens
-from medrag.codes.classify import HCPCS, ICD10CM, literal_codes
+from medrag.codes.classify import HCPCS, ICD10CM, classify
 from medrag.core import identifiers
 
 
@@ -24,8 +24,8 @@ from medrag.core import identifiers
         ("B17.1 after vitamins", (), ("B17.1",)),
     ],
 )
-def test_the_finder_and_the_answer_gates_see_the_same_codes(text: str, hcpcs: tuple, icd: tuple) -> None:
-    found = literal_codes(text)
+def test_the_finder_and_the_answer_gates_see_the_same_codes(engine, text: str, hcpcs: tuple, icd: tuple) -> None:
+    found = classify(engine, text).literal_codes
     assert found.get(HCPCS, ()) == hcpcs and found.get(ICD10CM, ()) == icd
     keys = {token.key for token in find_code_tokens(text.upper())}
     assert set(hcpcs) | {identifiers.dotted_icd10cm(code) for code in icd} >= {
@@ -77,15 +77,14 @@ def test_the_search_and_the_finder_read_the_same_cues(engine) -> None:
     """medrag_default_cue (the search) and the finder's "unspecified" reading share medrag.core.identifiers."""
     from sqlalchemy import text
 
-    from medrag.codes.classify import unspecified_phrases
-
     with engine.connect() as conn:
         sql = {phrase: conn.execute(text("SELECT medrag_default_cue(:q)"), {"q": phrase}).scalar()
                for phrase, _ in CUE_PHRASES}
-    assert sql == dict(CUE_PHRASES)
-    for phrase, cue in CUE_PHRASES:
-        found, searched = unspecified_phrases(phrase)
-        assert bool(found) == (cue == "unspecified"), phrase
-        assert ("unspecified" in searched.lower()) == (cue == "unspecified" or "unspecified" in phrase.lower())
-    assert unspecified_phrases("stroke, not further specified") == (("not further specified",),
-                                                                    "stroke, unspecified")
+        assert sql == dict(CUE_PHRASES)
+        for phrase, cue in CUE_PHRASES:
+            found = classify(conn, phrase)
+            assert bool(found.unspecified) == (cue == "unspecified"), phrase
+            assert ("unspecified" in found.searched.lower()) == (cue == "unspecified"
+                                                                 or "unspecified" in phrase.lower())
+        stroke = classify(conn, "stroke, not further specified")
+    assert (stroke.unspecified, stroke.searched) == (("not further specified",), "stroke, unspecified")

@@ -3,7 +3,8 @@
 Diagnoses are coded in ICD-10-CM; supplies, equipment, drugs (with doses), services and ambulance transport in
 HCPCS Level II. A term carries signals for either (disease words and suffixes, supply and equipment nouns, a dose
 such as "4 mg"); each signal adds weight to its system and the weights saturate to a 0-1 score. A multi-intent
-term ("diabetes a1c test strips") scores for both and both are searched.
+term ("diabetes a1c test strips") scores for both and both are searched. The rules are named here and run in
+PostgreSQL (classification_sql renders them into generated.sql), where psql can call them too.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from medrag.codes.consolidate import Candidate, CandidatePool, routing_priors, s
 from medrag.codes.plan import CodeRelease, CodeRow, IndexRelease, Lookup, LookupResult, SeventhCharacter
 from medrag.codes.reflect import Decision, ReflectState, reflect
 from medrag.codes.results import CodeMatch, CodeSearch, Related, summarize
-from medrag.codes.synonyms import SynonymTable, load_clinical_synonyms
+from medrag.codes.synonyms import load_clinical_synonyms
 from medrag.codes.terms import COMPOUND, SPELLING, SYNONYM, TermQuery, Wording, analyze_term
 from medrag.core.errors import MedragError
 from medrag.retrieval.search import RankedCode
@@ -103,13 +103,14 @@ class CodeFinder:
     """
 
     def __init__(self, engine: Engine, *, embedder: Embedder | None = None,
-                 embedder_factory: Callable[[], Embedder] | None = None, synonyms: SynonymTable | None = None,
+                 embedder_factory: Callable[[], Embedder] | None = None,
                  max_workers: int = 8) -> None:
         self.engine = engine
         self._embedder = embedder
         self._embedder_factory = embedder_factory
         self._embedder_failed: str | None = None
-        self.synonyms = synonyms or load_clinical_synonyms()
+        # the table the SQL term analysis was rendered from (medrag_code_synonyms): what broadening expands with
+        self.synonyms = load_clinical_synonyms()
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="medrag-codes")
         self._releases: dict[str, list[CodeRelease]] | None = None
         self._index_releases: dict[int, IndexRelease | None] = {}
@@ -189,13 +190,14 @@ class CodeFinder:
         external = (self._executor.submit(search_clinical_tables, term, base_url=external_url)
                     if external_url else None)
         requested = normalize_systems(systems)
+        loaded = self.releases()  # first: on a database never migrated, what is missing is its tables
         classification, query = analyze_term(self.engine, term)
         # Every requested system is searched: the classifier's signal is a prior on the scores, never a filter.
         searched = requested or list(SYSTEMS)
         trace = [classification.describe() + f" -> search {', '.join(searched)}"]
         trace += [f'not known: "{phrase}" searched as "unspecified" (the code for a detail not known)'
                   for phrase in dict.fromkeys(classification.unspecified) if phrase != "unspecified"]
-        releases = plan.pick_release(self.releases(), requested or list(SYSTEMS), release)
+        releases = plan.pick_release(loaded, requested or list(SYSTEMS), release)
         if not releases:
             raise CodeQueryError("no ICD-10-CM or HCPCS release is loaded; run `medrag ingest --source icd10cm "
                                  "--source hcpcs` first")
@@ -206,7 +208,8 @@ class CodeFinder:
         trace.append("releases: " + ", ".join(f"{system} {releases[system].label}"
                                               + ("" if releases[system].is_current else " (not current)")
                                               for system in searched))
-        # "ICD-10 code for CHF": the words that ask for a code say which codes (a signal), not what they are for
+        # the lookups search the term without the words that ask for a code ("ICD-10 code for CHF": CHF, a signal of
+        # which codes) or name the visit, and without the codes written in it (classification.text)
         run = _Search(self, classification, query, releases, trace)
         run.search(searched)
         related_started = time.perf_counter()
