@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from medrag.codes.classify import HCPCS, ICD10CM, SYSTEMS, classify
+from medrag.codes.classify import HCPCS, ICD10CM, SEARCH_THRESHOLD, SYSTEMS, classify
 from medrag.codes.terms import SYNONYM, TYPED, analyze_term
 
 
@@ -21,14 +21,17 @@ from medrag.codes.terms import SYNONYM, TYPED, analyze_term
     ("asdfghjkl", list(SYSTEMS)),  # no signal: search everything
 ])
 def test_terms_are_classified_by_their_signals(engine, term, systems) -> None:
-    assert sorted(classify(engine, term).systems()) == sorted(systems)
+    scores = classify(engine, term).scores
+    heard = [system for system in SYSTEMS if scores[system] >= SEARCH_THRESHOLD] or list(SYSTEMS)
+    assert sorted(heard) == sorted(systems)
 
 
 def test_multi_intent_term_scores_both_systems(engine) -> None:
-    result = classify(engine, "diabetes a1c test strips")
+    result, query = analyze_term(engine, "diabetes a1c test strips")
     assert result.scores[ICD10CM] >= 0.3 and result.scores[HCPCS] >= 0.3
-    assert result.exclusive_words(ICD10CM) == {"diabetes"}
-    assert result.exclusive_words(HCPCS) == {"test", "strips"}
+    # a word that signals one system alone is that system's concept
+    assert {concept.text for concept in query.concepts if concept.systems == {ICD10CM}} == {"diabetes"}
+    assert {concept.text for concept in query.concepts if concept.systems == {HCPCS}} == {"test", "strips"}
     assert "diagnosis word" in result.describe() and "supply" in result.describe()
 
 

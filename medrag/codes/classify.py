@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,21 +150,6 @@ class Classification:
     unspecified: tuple[str, ...] = ()  # the phrases that say a detail is not known, searched as "unspecified"
     text: str = ""  # `searched` without the codes written in it: what the word lookups search for
 
-    def systems(self, threshold: float = SEARCH_THRESHOLD) -> list[str]:
-        """Systems whose score reaches threshold, best first; every system when no signal was found."""
-        chosen = [system for system in SYSTEMS if self.scores[system] >= threshold]
-        if not chosen:
-            return list(SYSTEMS)
-        return sorted(chosen, key=lambda system: (-self.scores[system], SYSTEMS.index(system)))
-
-    def exclusive_words(self, system: str) -> set[str]:
-        """Words that signal only `system` (in a multi-intent term they are the other system's business)."""
-        by_word: dict[str, set[str]] = {}
-        for signal in self.signals:
-            for word in signal.text.split():
-                by_word.setdefault(word, set()).add(signal.system)
-        return {word for word, systems in by_word.items() if systems == {system}}
-
     def describe(self) -> str:
         """One trace line: each system's score and its strongest signals."""
         parts = []
@@ -201,13 +187,14 @@ def classification_from(query: str, found: dict[str, Any]) -> Classification:
         found["named"], found["searched"], found["encounter"], tuple(found["unspecified"]), found["text"])
 
 
-def _sql_regex(pattern: str) -> str:
-    """A pattern above as a PostgreSQL string literal's text: \\b is \\y there, and quotes are doubled."""
+def sql_regex(pattern: str) -> str:
+    """A pattern written for both engines as a PostgreSQL string literal's text: \\b is \\y there, quotes doubled."""
     return pattern.replace(r"\b", r"\y").replace("'", "''")
 
 
-def _sql_words(words: frozenset[str] | tuple[str, ...]) -> str:
-    return "ARRAY[" + ", ".join(f"'{word}'" for word in sorted(words)) + "]::text[]"
+def sql_text_array(values: Iterable[str]) -> str:
+    """ARRAY['a', 'b']::text[] of the values in the order given, quotes doubled: a rule's words rendered into SQL."""
+    return "ARRAY[" + ", ".join("'" + value.replace("'", "''") + "'" for value in values) + "]::text[]"
 
 
 def classification_sql() -> str:
@@ -220,8 +207,8 @@ def classification_sql() -> str:
     words_literal = json.dumps({"diagnosis": sorted(_DIAGNOSIS_WORDS), **lexicons}).replace("'", "''")
     weights = json.dumps(_WEIGHTS)
     encounters = "\n    ".join(
-        f"ELSIF rest ~* '{_sql_regex(pattern)}' THEN\n        encounter := '{encounter}';\n"
-        f"        rest := medrag_set_aside(rest, '{_sql_regex(pattern)}');"
+        f"ELSIF rest ~* '{sql_regex(pattern)}' THEN\n        encounter := '{encounter}';\n"
+        f"        rest := medrag_set_aside(rest, '{sql_regex(pattern)}');"
         for encounter, pattern in _ENCOUNTER_PHRASES)
     item_kinds = ", ".join(f"'{kind}'" for kind in _ITEM_KINDS)
     apostrophe = "''''"
@@ -243,7 +230,7 @@ RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT coalesce(array_agg(m.found[1] ORDER BY m.n), '{{}}')
-    FROM regexp_matches(lower(replace(term, '\u2019', {apostrophe})), '({_sql_regex(_WORD.pattern)})', 'g')
+    FROM regexp_matches(lower(replace(term, '\u2019', {apostrophe})), '({sql_regex(_WORD.pattern)})', 'g')
          WITH ORDINALITY AS m(found, n)
 $$;
 
@@ -270,8 +257,8 @@ DECLARE
 BEGIN
     IF lexicons -> 'diagnosis' ? word THEN
         found := jsonb_build_array(jsonb_build_array('{ICD10CM}', 'diagnosis word', word, weights -> 'diagnosis word'));
-    ELSIF NOT word = ANY ({_sql_words(_NOT_DIAGNOSES)}) AND length(word) > 5
-          AND word LIKE ANY ({_sql_words(tuple("%" + suffix for suffix in _DIAGNOSIS_SUFFIXES))}) THEN
+    ELSIF NOT word = ANY ({sql_text_array(sorted(_NOT_DIAGNOSES))}) AND length(word) > 5
+          AND word LIKE ANY ({sql_text_array(sorted("%" + suffix for suffix in _DIAGNOSIS_SUFFIXES))}) THEN
         found := jsonb_build_array(jsonb_build_array('{ICD10CM}', 'diagnosis suffix', word,
                                                      weights -> 'diagnosis suffix'));
     END IF;
@@ -319,14 +306,14 @@ BEGIN
     -- caches 32 compiled expressions, fewer than a code search uses, and recompiling one costs more than a match.
     IF has_digit THEN
         hcpcs_codes := medrag_distinct_in_order(ARRAY(
-            SELECT upper(m.found[1]) FROM regexp_matches(term, '{_sql_regex(_HCPCS_CODE)}', 'gi')
+            SELECT upper(m.found[1]) FROM regexp_matches(term, '{sql_regex(_HCPCS_CODE)}', 'gi')
                                           WITH ORDINALITY AS m(found, n) ORDER BY m.n));
         icd_codes := medrag_distinct_in_order(
-            ARRAY(SELECT upper(m.found[1]) FROM regexp_matches(term, '{_sql_regex(_ICD_CODE_DOTTED)}', 'gi')
+            ARRAY(SELECT upper(m.found[1]) FROM regexp_matches(term, '{sql_regex(_ICD_CODE_DOTTED)}', 'gi')
                                                 WITH ORDINALITY AS m(found, n) ORDER BY m.n)
             || ARRAY(SELECT CASE WHEN length(m.found[1]) <= 3 THEN upper(m.found[1])
                                  ELSE upper(left(m.found[1], 3)) || '.' || upper(substr(m.found[1], 4)) END
-                     FROM regexp_matches(term, '{_sql_regex(_ICD_CODE_BARE)}', 'gi')
+                     FROM regexp_matches(term, '{sql_regex(_ICD_CODE_BARE)}', 'gi')
                           WITH ORDINALITY AS m(found, n) ORDER BY m.n));
     ELSE
         hcpcs_codes := '{{}}';
@@ -338,37 +325,37 @@ BEGIN
     IF cardinality(icd_codes) > 0 THEN
         literal := literal || jsonb_build_array(jsonb_build_array('{ICD10CM}', to_jsonb(icd_codes)));
     END IF;
-    IF term ILIKE ANY ({_sql_words(_ASKS_FOR_CODE_NEEDS)}) THEN
+    IF term ILIKE ANY ({sql_text_array(sorted(_ASKS_FOR_CODE_NEEDS))}) THEN
         named := coalesce(named, CASE medrag_named_code_set(term) WHEN 'icd10cm' THEN '{ICD10CM}'
                                                                   WHEN 'hcpcs' THEN '{HCPCS}' END);
-        rest := medrag_set_aside(term, '{_sql_regex(_ASKS_FOR_CODE)}');
+        rest := medrag_set_aside(term, '{sql_regex(_ASKS_FOR_CODE)}');
     ELSE
         rest := medrag_set_aside(term, NULL);
     END IF;
-    IF NOT rest ILIKE ANY ({_sql_words(_ENCOUNTER_NEEDS)}) THEN
+    IF NOT rest ILIKE ANY ({sql_text_array(sorted(_ENCOUNTER_NEEDS))}) THEN
         NULL;
     {encounters}
-    ELSIF rest ~* '{_sql_regex(_SEQUELA)}' THEN
+    ELSIF rest ~* '{sql_regex(_SEQUELA)}' THEN
         encounter := '{SEQUELA}';
     END IF;
     unspecified := '{{}}';
-    IF rest ILIKE ANY ({_sql_words(_UNSPECIFIED_NEEDS)}) THEN
+    IF rest ILIKE ANY ({sql_text_array(sorted(_UNSPECIFIED_NEEDS))}) THEN
         unspecified := ARRAY(SELECT regexp_replace(lower(m.found[1]), '\\s+', ' ', 'g')
-                             FROM regexp_matches(rest, '({_sql_regex(_UNSPECIFIED)})', 'gi')
+                             FROM regexp_matches(rest, '({sql_regex(_UNSPECIFIED)})', 'gi')
                                   WITH ORDINALITY AS m(found, n) ORDER BY m.n);
     END IF;
     IF cardinality(unspecified) > 0 THEN
-        rest := regexp_replace(rest, '({_sql_regex(_UNSPECIFIED)})', 'unspecified', 'gi');
+        rest := regexp_replace(rest, '({sql_regex(_UNSPECIFIED)})', 'unspecified', 'gi');
     END IF;
     stripped := rest;
     IF translate(rest, '0123456789', '') <> rest THEN
         stripped := regexp_replace(regexp_replace(regexp_replace(rest,
-            '{_sql_regex(_HCPCS_CODE)}', ' ', 'gi'), '{_sql_regex(_ICD_CODE_DOTTED)}', ' ', 'gi'),
-            '{_sql_regex(_ICD_CODE_UNDOTTED)}', ' ', 'gi');
+            '{sql_regex(_HCPCS_CODE)}', ' ', 'gi'), '{sql_regex(_ICD_CODE_DOTTED)}', ' ', 'gi'),
+            '{sql_regex(_ICD_CODE_UNDOTTED)}', ' ', 'gi');
     END IF;
     stripped := btrim(regexp_replace(stripped, '\\s+', ' ', 'g'));
     words := medrag_words_of(stripped);
-    IF words && {_sql_words(_MODIFIER_WORDS)} THEN
+    IF words && {sql_text_array(sorted(_MODIFIER_WORDS))} THEN
         -- "KX modifier", "modifier RT": two-character tokens are modifier codes to look up exactly
         -- a word of two characters is two letters or digits (a hyphen or apostrophe joins longer ones)
         modifier_codes := ARRAY(SELECT upper(w) FROM unnest(words) AS w WHERE length(w) = 2);
@@ -391,7 +378,7 @@ BEGIN
         END LOOP;
     END LOOP;
     FOR i IN 1 .. cardinality(words) LOOP
-        word_signals := medrag_code_word_signals(words[i]);
+        word_signals := coalesce(following, medrag_code_word_signals(words[i]));  -- read as the next word before
         following := CASE WHEN i < cardinality(words) THEN medrag_code_word_signals(words[i + 1]) ELSE '[]' END;
         IF EXISTS (SELECT 1 FROM jsonb_array_elements(word_signals) AS s(signal) WHERE s.signal ->> 0 = '{ICD10CM}')
            AND EXISTS (SELECT 1 FROM jsonb_array_elements(following) AS s(signal)
@@ -405,7 +392,7 @@ BEGIN
     signals := signals || coalesce((
         SELECT jsonb_agg(jsonb_build_array('{HCPCS}', 'dose', regexp_replace(lower(m.found[1]), '\\s+', ' ', 'g'),
                                            weights -> 'dose') ORDER BY m.n)
-        FROM regexp_matches(term, '({_sql_regex(_DOSE)})', 'gi') WITH ORDINALITY AS m(found, n)
+        FROM regexp_matches(term, '({sql_regex(_DOSE)})', 'gi') WITH ORDINALITY AS m(found, n)
         WHERE has_digit), '[]');
     signals := signals || coalesce((
         SELECT jsonb_agg(jsonb_build_array(s.system, 'synonym', match.term, weights -> 'synonym')

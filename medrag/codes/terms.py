@@ -14,7 +14,15 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, Engine, text
 
-from medrag.codes.classify import QUALIFIER_WORDS, SEARCH_THRESHOLD, SYSTEMS, Classification, classification_from
+from medrag.codes.classify import (
+    QUALIFIER_WORDS,
+    SEARCH_THRESHOLD,
+    SYSTEMS,
+    Classification,
+    classification_from,
+    sql_regex,
+    sql_text_array,
+)
 
 TYPED = "typed"
 COMPOUND = "compound"  # the typed word as the corpus writes it, hyphenated ("checkup": check-up)
@@ -208,10 +216,8 @@ def analyze_term(conn: Connection | Engine, term: str) -> tuple[Classification, 
 def term_query_sql() -> str:
     """medrag_negated_words(text) and medrag_code_concepts(text, classification): a term's concepts as analyze_term
     describes them, rendered into generated.sql from this module's rules (classify's qualifier words and systems)."""
-    negation = _NEGATION.replace(r"\b", r"\y").replace("'", "''")
-    needs = "ARRAY[" + ", ".join("'" + need.replace("'", "''") + "'" for need in _NEGATION_NEEDS) + "]"
-    systems = "ARRAY[" + ", ".join(f"'{system}'" for system in SYSTEMS) + "]"
-    qualifiers = "ARRAY[" + ", ".join(f"'{word}'" for word in sorted(QUALIFIER_WORDS)) + "]"
+    negation, needs = sql_regex(_NEGATION), sql_text_array(_NEGATION_NEEDS)
+    systems, qualifiers = sql_text_array(SYSTEMS), sql_text_array(sorted(QUALIFIER_WORDS))
     return f"""
 -- Words a term says only inside a negation ("fatty liver not caused by alcohol": caused, by, alcohol): a cue reaches to
 -- the end of its clause (medrag/codes/terms.py renders this script and says which cues count).
@@ -311,7 +317,7 @@ AS $$
                                        ELSE '[]' END,
                    'systems', to_jsonb(CASE WHEN input.heard_more AND owner.systems IS NOT NULL THEN owner.systems
                                             ELSE {systems} END),
-                   'qualifier', c.words <@ {qualifiers}::text[],
+                   'qualifier', c.words <@ {qualifiers},
                    'negated', c.words <@ input.negated,
                    'explains', to_jsonb(ARRAY(SELECT DISTINCT l FROM expansion_wording x, unnest(x.lexemes) AS l
                                               WHERE x.start_at = c.start_at ORDER BY 1)))
