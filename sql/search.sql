@@ -456,16 +456,17 @@ AS $$
     WHERE hit.fit > 0
 $$;
 
--- Hybrid search in one statement: the legs above (HNSW cosine neighbours, full text, trigram title similarity when a
--- word is misspelt, exact identifiers, and the fit of a code's wording), fused by reciprocal rank fusion and grouped. Code documents (HCPCS, ICD-10-CM: 47k of the
--- corpus's 57k chunks, short and word-dense) would crowd determinations and manuals out of every list, so each leg
--- ranks the two groups apart and the result interleaves them, the group the query asks for (medrag_query_intent)
--- or else the stronger one leading, with the other group's first document second (or fourth when the lead is
--- sure). Exact identifiers rank first; at most two chunks per document, every second chunk after every first one;
--- score is the document's fused RRF score (its best chunk in each leg; a code's fit added, +1 for an exact
--- identifier). query_embedding may be NULL (full text only).
-CREATE OR REPLACE FUNCTION medrag_search(query_embedding vector, query_text text, k integer DEFAULT 10,
-                                         filters jsonb DEFAULT '{}'::jsonb)
+-- The documents of a hybrid search in one statement: the legs above (HNSW cosine neighbours, full text, trigram
+-- title similarity when a word is misspelt, exact identifiers, and the fit of a code's wording), fused by reciprocal
+-- rank fusion and grouped. Code documents (HCPCS, ICD-10-CM: 47k of the corpus's 57k chunks, short and word-dense)
+-- would crowd determinations and manuals out of every list, so each leg ranks the two groups apart and the result
+-- interleaves them, the group the query asks for (medrag_query_intent) or else the stronger one leading, with the
+-- other group's first document second (or fourth when the lead is sure). Exact identifiers rank first; at most two
+-- chunks per document, every second chunk after every first one; score is the document's fused RRF score (its best
+-- chunk in each leg; a code's fit added, +1 for an exact identifier). query_embedding may be NULL (full text only).
+-- medrag_search (sql/finder.sql) calls it, then lets the code finder choose the codes of its code slots.
+CREATE OR REPLACE FUNCTION medrag_search_documents(query_embedding vector, query_text text, k integer DEFAULT 10,
+                                                   filters jsonb DEFAULT '{}'::jsonb)
 RETURNS TABLE (rank integer, score double precision, chunk_id bigint, document_id bigint, source text, key text,
                title text, heading text, text text, release text, url text, matched text)
 LANGUAGE sql STABLE
@@ -579,12 +580,3 @@ AS $$
     LIMIT (SELECT k FROM settings)
 $$;
 
--- Full-text-only search for analysts without an embedding model (same filters, same ranking minus vectors).
-CREATE OR REPLACE FUNCTION medrag_search_text(query_text text, k integer DEFAULT 10,
-                                              filters jsonb DEFAULT '{}'::jsonb)
-RETURNS TABLE (rank integer, score double precision, chunk_id bigint, document_id bigint, source text, key text,
-               title text, heading text, text text, release text, url text, matched text)
-LANGUAGE sql STABLE
-AS $$
-    SELECT * FROM medrag_search(NULL::vector, query_text, k, filters)
-$$;

@@ -1,4 +1,4 @@
-"""The code finder's rules without a database: the synonym table, tiers, negation, the dev-set format."""
+"""The code finder's rules without a database: the synonym table, input checks, the dev-set format."""
 
 from __future__ import annotations
 
@@ -7,10 +7,8 @@ import json
 import pytest
 
 from medrag.codes.classify import HCPCS, ICD10CM
-from medrag.codes.consolidate import MIN_SCORE, TIERS, Candidate, CandidatePool, calibration, ranked
 from medrag.codes.evaluation import DevSetError, read_dev_set
 from medrag.codes.finder import CodeQueryError, normalize_systems, validate_term
-from medrag.codes.plan import CodeRow, LegHit
 from medrag.codes.synonyms import SynonymDataError, load_clinical_synonyms, parse_clinical_synonyms
 
 HEADER = "term,expansion,kind,system\n"
@@ -43,35 +41,6 @@ def test_packaged_synonym_table_is_well_formed() -> None:
 def test_malformed_synonym_tables_are_rejected(csv_text, message) -> None:
     with pytest.raises(SynonymDataError, match=message):
         parse_clinical_synonyms(csv_text, "test.csv")
-
-
-def _icd_row(code: str, description: str, *, billable: bool = True, children: bool = False) -> CodeRow:
-    return CodeRow(ICD10CM, code, description, billable, None, None, "diagnosis", children)
-
-
-def test_tiers_and_header_deduplication() -> None:
-    pool = CandidatePool()
-    rows = {"E11": _icd_row("E11", "Type 2 diabetes mellitus", billable=False, children=True),
-            "E11.9": _icd_row("E11.9", "Type 2 diabetes mellitus without complications"),
-            "E10.9": _icd_row("E10.9", "Type 1 diabetes mellitus without complications")}
-    for code in rows:
-        pool.add(ICD10CM, code, LegHit("words", 1, 1.0))
-    pool.add(ICD10CM, "X99.9", LegHit("words", 2, 1.0))  # not in the tables: never becomes a candidate
-    pool.attach(ICD10CM, rows)
-    scores = {"E11": 0.9, "E11.9": 0.81, "E10.9": 0.29}
-    for candidate in pool.of(ICD10CM):
-        candidate.score = scores[candidate.row.code]
-    assert len(pool) == 3
-    assert [candidate.row.code for candidate in ranked(pool, ICD10CM)] == ["E11.9"]  # header covered, E10.9 < 0.3
-    # Tiers follow the calibrated confidence; a code below the listing score has none.
-    calibrated = calibration()
-    for score, behind in ((0.95, 0.0), (0.81, 0.0), (0.6, 0.0), (0.6, 0.3), (0.29, 0.0)):
-        candidate = Candidate(rows["E11.9"], score=score, behind=behind)
-        probability = calibrated.probability(score, behind)
-        expected = None if score < MIN_SCORE else next(name for floor, name in TIERS if probability > floor)
-        assert candidate.tier == expected and candidate.confidence == round(probability, 3)
-    assert Candidate(rows["E11.9"], score=0.95).confidence > Candidate(rows["E11.9"], score=0.95, behind=0.1).confidence
-    assert Candidate(rows["E11.9"], score=0.5, exact=True).confidence == 1.0
 
 
 def test_bad_terms_and_systems_are_user_errors() -> None:

@@ -3,29 +3,35 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from sqlalchemy import text
 
 from medrag.codes import consolidate
 from medrag.codes.classify import HCPCS, ICD10CM, SYSTEMS
-from medrag.codes.consolidate import NOT_MEDICARE_FACTOR, code_settings_sql, term_json
-from medrag.codes.terms import SPELLING, TYPED, Concept, TermQuery, Wording
+from medrag.codes.consolidate import MIN_SCORE, NOT_MEDICARE_FACTOR, TIERS, calibration, code_settings_sql
+from medrag.codes.terms import SPELLING, TYPED
 
+# the term as medrag_find_codes hands it to the scoring (medrag_term_json over the term's concepts)
 SCORE = text("SELECT * FROM medrag_score_codes(:release, CAST(:kinds AS text[]), CAST(:candidates AS jsonb), "
-             "CAST(:term AS jsonb))")
+             "medrag_term_json(CAST(:concepts AS jsonb), :system, :text, :wants_modifiers, 1.0, false, "
+             "medrag_code_finder_settings() -> 'origin_weights'))")
 
 
-def _query(*concepts: tuple[str, set[str]], negated: tuple[str, set[str]] | None = None) -> TermQuery:
-    query = TermQuery(" ".join(text for text, _ in concepts))
-    for text_, lexemes in concepts:
-        query.concepts.append(Concept(tuple(text_.split()), [Wording(tuple(text_.split()), frozenset(lexemes), TYPED)],
-                                      frozenset(SYSTEMS)))
+def _concept(text_: str, wordings: list[tuple[str, set[str], str]], *, negated: bool = False) -> dict:
+    """A concept as medrag_code_concepts writes it."""
+    return {"words": text_.split(), "systems": list(SYSTEMS), "qualifier": False, "negated": negated,
+            "explains": [], "wordings": [{"words": words.split(), "lexemes": sorted(lexemes), "origin": origin}
+                                         for words, lexemes, origin in wordings]}
+
+
+def _query(*concepts: tuple[str, set[str]], negated: tuple[str, set[str]] | None = None) -> dict:
+    """A term of typed concepts (and one it negates): {"text", "concepts"}."""
+    found = [_concept(text_, [(text_, lexemes, TYPED)]) for text_, lexemes in concepts]
     if negated:
-        words, lexemes = negated
-        query.concepts.append(Concept(tuple(words.split()), [Wording(tuple(words.split()), frozenset(lexemes), TYPED)],
-                                      frozenset(SYSTEMS), negated=True))
-    return query
+        found.append(_concept(negated[0], [(negated[0], negated[1], TYPED)], negated=True))
+    return {"text": " ".join(text_ for text_, _ in concepts), "concepts": found}
 
 
 def _candidate(code: str, place: int = 1, index: list | None = None) -> dict:
@@ -39,13 +45,13 @@ def score(indexed_engine):
         releases = dict(conn.execute(text("SELECT source, id FROM release WHERE is_current "
                                           "AND source IN ('icd10cm', 'hcpcs')")).all())
 
-    def run(query: TermQuery, candidates: list[dict], system: str = ICD10CM, *, wants_modifiers: bool = False):
-        term = term_json(query, system, wants_modifiers=wants_modifiers, prior=1.0, semantic=False)
+    def run(query: dict, candidates: list[dict], system: str = ICD10CM, *, wants_modifiers: bool = False):
         kinds = ["diagnosis"] if system == ICD10CM else ["procedure", "modifier"]
         with indexed_engine.connect() as conn:
             rows = conn.execute(SCORE, {"release": releases["icd10cm" if system == ICD10CM else "hcpcs"],
-                                        "kinds": kinds, "candidates": json.dumps(candidates),
-                                        "term": json.dumps(term)}).all()
+                                        "kinds": kinds, "candidates": json.dumps(candidates), "system": system,
+                                        "concepts": json.dumps(query["concepts"]), "text": query["text"],
+                                        "wants_modifiers": wants_modifiers}).all()
         return {row.code: row for row in rows}
 
     return run
@@ -95,10 +101,8 @@ def test_an_inherited_nos_term_makes_the_default_child_win(score) -> None:
 
 
 def test_spelling_corrections_count_a_little_less(score) -> None:
-    query = TermQuery("tuberculosus")
-    query.concepts.append(Concept(("tuberculosus",), [
-        Wording(("tuberculosus",), frozenset({"tuberculosus"}), TYPED),
-        Wording(("tuberculosis",), frozenset({"tuberculosi"}), SPELLING)], frozenset(SYSTEMS)))
+    query = {"text": "tuberculosus", "concepts": [_concept("tuberculosus", [
+        ("tuberculosus", {"tuberculosus"}, TYPED), ("tuberculosis", {"tuberculosi"}, SPELLING)])]}
     assert score(query, [_candidate("A15.0")])["A15.0"].coverage == pytest.approx(0.9)
 
 
@@ -150,3 +154,39 @@ def test_the_scoring_numbers_sql_reads_are_the_ones_python_names(indexed_engine)
     assert set(settings["neutral_lexemes"]) == consolidate.NEUTRAL_LEXEMES
     assert settings["side_lexemes"] == consolidate.SIDE_LEXEMES
     assert "medrag_code_settings" in code_settings_sql()
+
+
+def test_tiers_follow_the_calibrated_confidence_and_a_listed_code_hides_its_header(indexed_engine) -> None:
+    """medrag_code_pool / medrag_code_ranked: E11 is left out under E11.9; E10.9 is below the listing score; the
+    confidence is the calibration's sigmoid, 1 for a code written in the term."""
+    settings_sql = "medrag_code_finder_settings()"
+    hits = {f"ICD-10-CM|{code}|words": {"system": ICD10CM, "code": code, "leg": "words", "rank": 1, "seq": n}
+            for n, code in enumerate(("E11", "E11.9", "E10.9", "X99.9"))}
+    details = {"ICD-10-CM|E11": {"ord": 1, "billable": False, "has_children": True},
+               "ICD-10-CM|E11.9": {"ord": 2, "billable": True, "has_children": False},
+               "ICD-10-CM|E10.9": {"ord": 3, "billable": True, "has_children": False},
+               "ICD-10-CM|X99.9": None}  # not in the release: never a candidate
+    scores = {f"ICD-10-CM|{code}": {"score": score, "behind": 0.0} for code, score in
+              (("E11", 0.9), ("E11.9", 0.81), ("E10.9", 0.29))}
+    with indexed_engine.connect() as conn:
+        pool = conn.execute(text(f"SELECT medrag_code_pool(CAST(:b AS jsonb), CAST(:d AS jsonb), '{{}}', "
+                                 f"CAST(:s AS jsonb), {settings_sql})"),
+                            {"b": json.dumps(hits), "d": json.dumps(details), "s": json.dumps(scores)}).scalar_one()
+        ranked = conn.execute(text(f"SELECT r ->> 'code' FROM medrag_code_ranked(CAST(:p AS jsonb), {settings_sql}, "
+                                   "'ICD-10-CM') r"), {"p": json.dumps(pool)}).scalars().all()
+        cases = [(0.95, 0.0), (0.81, 0.0), (0.6, 0.0), (0.6, 0.3), (0.29, 0.0)]
+        rows = [conn.execute(text(f"SELECT c, medrag_code_tier(:s, c, {settings_sql}) "
+                                  f"FROM medrag_code_confidence(:s, :b, false, {settings_sql} -> 'calibration') c"),
+                             {"s": score, "b": behind}).one() for score, behind in cases]
+        exact = conn.execute(text(f"SELECT medrag_code_confidence(0.5, 0.2, true, {settings_sql} -> 'calibration')"))
+        assert exact.scalar_one() == 1.0
+    assert sorted(candidate["code"] for candidate in pool) == ["E10.9", "E11", "E11.9"]
+    assert ranked == ["E11.9"]
+    model = calibration()
+    for (score, behind), (confidence, tier) in zip(cases, rows, strict=True):
+        z = (model.score_weight * score + model.behind_weight * behind + model.best_weight * (behind == 0)
+             + model.intercept)
+        probability = 1 / (1 + math.exp(-z))
+        assert confidence == pytest.approx(round(probability, 3))
+        assert tier == (None if score < MIN_SCORE else next(name for floor, name in TIERS if probability > floor))
+    assert rows[2][0] > rows[3][0]  # the same score further behind its system's best is less likely right

@@ -13,7 +13,7 @@ from sqlalchemy import create_engine, text
 
 from medrag.cli.retrieval import query_embedder
 from medrag.core.db import libpq_url
-from medrag.retrieval.search import QueryError, RankedCode, SearchFilters, embedding_text, search, vector_literal
+from medrag.retrieval.search import QueryError, SearchFilters, embedding_text, search, vector_literal
 
 
 @pytest.fixture(scope="module")
@@ -164,11 +164,14 @@ def test_lay_terms_rank_the_code_whose_wording_they_explain(indexed_engine, embe
         assert fit_of("J18.8", ["pneumonia"]) == pytest.approx(0.55)  # "other" is a word the query did not say
         # a short description is cut from the long one and may say less than the code is: 3/4 of its share
         assert fit_of("E1390", ["oxygen", "concentr"]) == pytest.approx(0.75)
-    icd = SearchFilters(sources=("icd10cm",))
-    thyroid = search(indexed_engine, "underactive thyroid", k=5, filters=icd, embedder=embedder)
-    assert thyroid.hits[0].key == "E03.9" and "fit" in thyroid.hits[0].matched
-    plain = search(indexed_engine, "oxygen concentrator", k=3, filters=SearchFilters(sources=("hcpcs",)))
-    assert plain.hits[0].key == "E1390"
+    # where the search's own ranking puts code documents (medrag_search then lets the code finder fill those slots)
+    documents = text("SELECT key, matched FROM medrag_search_documents(CAST(:e AS vector), :q, 5, CAST(:f AS jsonb))")
+    with indexed_engine.connect() as conn:
+        thyroid = conn.execute(documents, {"e": vector_literal(embedder.embed("underactive thyroid")),
+                                           "q": "underactive thyroid", "f": '{"source": ["icd10cm"]}'}).first()
+        plain = conn.execute(documents, {"e": None, "q": "oxygen concentrator", "f": '{"source": ["hcpcs"]}'}).first()
+    assert thyroid.key == "E03.9" and "fit" in thyroid.matched
+    assert plain.key == "E1390"
 
 
 @pytest.mark.parametrize(("query", "code"), [
@@ -190,7 +193,8 @@ def test_query_cues_pick_the_code_that_says_so(indexed_engine, embedder) -> None
     assert shingles.hits[0].key == "B02.9"  # Zoster without complications
     chf = search(indexed_engine, "diagnosis code for CHF", k=6, embedder=embedder)
     codes = [hit.source for hit in chf.hits if hit.source in ("hcpcs", "icd10cm")]
-    assert codes and set(codes) == {"icd10cm"}
+    # the code set named leads; the other is still searched (a prior, not a filter) and may follow
+    assert codes[:2] == ["icd10cm", "icd10cm"] and codes.count("icd10cm") > codes.count("hcpcs")
 
 
 def test_a_document_ranks_by_its_best_chunk_in_each_leg(indexed_engine, embedder) -> None:
@@ -477,22 +481,30 @@ def test_each_leg_is_its_own_function_and_inlined(indexed_engine) -> None:
     assert exact > 0 and texts > 0
 
 
-class FixedRanker:
-    """A code ranker that answers what the test says, to pin down how its codes fill the search's code slots."""
-
-    def __init__(self, codes: list[tuple[str, str, float]] | Exception) -> None:
-        self.codes = codes
-        self.asked: list[dict] = []
-
-    def rank_codes(self, query, *, sources, release, limit):
-        self.asked.append({"query": query, "sources": list(sources), "release": release, "limit": limit})
-        if isinstance(self.codes, Exception):
-            raise self.codes
-        return [RankedCode(source, key, confidence) for source, key, confidence in self.codes]
-
-
 def code_slots(result) -> list[int]:
     return [i for i, hit in enumerate(result.hits) if hit.source in ("hcpcs", "icd10cm")]
+
+
+def documents_search(engine, query: str, k: int, embedder, filters: SearchFilters | None = None) -> list:
+    """The search's own hits (medrag_search_documents), before the code finder fills its code slots."""
+    embedding = vector_literal(embedder.embed(query)) if embedder is not None else None
+    with engine.connect() as conn:
+        return [(row.source, row.key) for row in conn.execute(
+            text("SELECT source, key FROM medrag_search_documents(CAST(:e AS vector), :q, :k, CAST(:f AS jsonb))"),
+            {"e": embedding, "q": query, "k": k, "f": json.dumps((filters or SearchFilters()).as_json())})]
+
+
+def finder_codes(engine, query: str, embedder, **options) -> list[tuple[str, str]]:
+    """The code finder's results for the query as medrag_search asks for them (the query's own embedding)."""
+    from medrag.codes.finder import search_from
+    from medrag.codes.plan import DOCUMENT_SOURCE
+
+    with engine.connect() as conn:
+        found = conn.execute(text("SELECT medrag_find_codes(:q, CAST(:s AS text[]), :r, :k, CAST(:e AS vector))"),
+                             {"q": query, "s": options.get("systems"), "r": options.get("release"),
+                              "k": options.get("top", 8), "e": vector_literal(embedder.embed(query))}).scalar_one()
+    return list(dict.fromkeys((DOCUMENT_SOURCE[match.system], match.code)
+                              for match in search_from(query, found).results))
 
 
 def test_search_lists_codes_in_the_code_finders_order(indexed_engine, embedder) -> None:
@@ -502,58 +514,57 @@ def test_search_lists_codes_in_the_code_finders_order(indexed_engine, embedder) 
     from medrag.codes.plan import DOCUMENT_SOURCE
 
     query = "high blood pressure"
-    own = search(indexed_engine, query, k=8, embedder=embedder)
+    own = documents_search(indexed_engine, query, 8, embedder)
+    ranked = search(indexed_engine, query, k=8, embedder=embedder)
     with CodeFinder(indexed_engine, embedder=embedder) as finder:
-        ranked = search(indexed_engine, query, k=8, embedder=embedder, code_ranker=finder)
-        found = finder.find(query, top=8)
-    slots = code_slots(own)
-    assert slots and code_slots(ranked) == slots
+        found = finder.find(query, top=8)  # the term is its own searched text: the same embedding
+    slots = code_slots(ranked)
+    assert slots and [i for i, key in enumerate(own) if key[0] in ("hcpcs", "icd10cm")] == slots
     expected = list(dict.fromkeys((DOCUMENT_SOURCE[match.system], match.code) for match in found.results))
     assert [keys(ranked)[i] for i in slots] == expected[:len(slots)]
-    assert keys(ranked)[slots[0]] != keys(own)[slots[0]]  # the two rankings differ here: the test can fail
-    assert [keys(ranked)[i] for i in range(8) if i not in slots] == [keys(own)[i] for i in range(8) if i not in slots]
-    assert [hit.rank for hit in ranked.hits] == list(range(1, 9)) and "codes" in ranked.timings_ms
+    assert keys(ranked)[slots[0]] != own[slots[0]]  # the two rankings differ here: the test can fail
+    assert [keys(ranked)[i] for i in range(8) if i not in slots] == [own[i] for i in range(8) if i not in slots]
+    assert [hit.rank for hit in ranked.hits] == list(range(1, 9))
     first = ranked.hits[slots[0]]
     assert first.score == found.results[0].confidence and first.ranked_by == "codes"
-    assert {hit.ranked_by for hit in own.hits} == {"search"}
+    assert {hit.ranked_by for i, hit in enumerate(ranked.hits) if i not in slots} == {"search"}
     with indexed_engine.connect() as conn:  # a code the search did not find comes with its document's chunk
         chunk = conn.execute(text("SELECT c.document_id, d.title FROM chunk c JOIN document d ON d.id = c.document_id "
                                   "WHERE c.id = :id"), {"id": first.chunk_id}).one()
     assert (chunk.document_id, chunk.title) == (first.document_id, first.title)
 
 
-def test_code_slots_keep_named_codes_and_the_searchs_own_when_the_ranker_runs_short(indexed_engine, embedder) -> None:
+def test_code_slots_keep_the_code_the_query_names(indexed_engine, embedder) -> None:
     query = "E0601 supplies for a cpap machine"
-    own = search(indexed_engine, query, k=8, embedder=embedder)
-    assert keys(own)[0] == ("hcpcs", "E0601") and "exact" in own.hits[0].matched
-    ranker = FixedRanker([("hcpcs", "A7034", 0.9), ("hcpcs", "E0601", 0.8)])
-    ranked = search(indexed_engine, query, k=8, embedder=embedder, code_ranker=ranker)
-    assert ranker.asked == [{"query": query, "sources": ["hcpcs", "icd10cm"], "release": None, "limit": 8}]
-    slots = [i for i in code_slots(own) if i != 0]
-    assert keys(ranked)[0] == ("hcpcs", "E0601")  # the code the query names keeps its place, and is not repeated
-    assert keys(ranked)[slots[0]] == ("hcpcs", "A7034") and ranked.hits[slots[0]].score == 0.9
-    rest = [key for key in (keys(own)[i] for i in slots) if key != ("hcpcs", "A7034")]
-    assert [keys(ranked)[i] for i in slots[1:]] == rest[:len(slots) - 1]  # the search's own codes fill the rest
+    ranked = search(indexed_engine, query, k=8, embedder=embedder)
+    assert keys(ranked)[0] == ("hcpcs", "E0601") and "exact" in ranked.hits[0].matched
+    slots = [i for i in code_slots(ranked) if i != 0]
+    finder = [key for key in finder_codes(indexed_engine, query, embedder) if key != ("hcpcs", "E0601")]
+    own = documents_search(indexed_engine, query, 8, embedder)
+    kept = [own[i] for i in slots if own[i] not in finder]  # slots the finder leaves keep the search's own codes
+    assert slots and [keys(ranked)[i] for i in slots] == (finder + kept)[:len(slots)]
+    assert keys(ranked).count(("hcpcs", "E0601")) == 1
 
 
-def test_code_slots_follow_the_filters_and_a_refusing_ranker_changes_nothing(indexed_engine, embedder) -> None:
-    from medrag.codes.finder import CodeQueryError
-
+def test_code_slots_follow_the_filters(indexed_engine, embedder) -> None:
     query = "wheelchair cushion"
-    own = search(indexed_engine, query, k=6, embedder=embedder)
-    refused = search(indexed_engine, query, k=6, embedder=embedder,
-                     code_ranker=FixedRanker(CodeQueryError("the term is too long")))
-    assert keys(refused) == keys(own)
-    allowed = [keys(own)[i] for i in code_slots(own)][:2]
+    long_query = query + " for a patient" * 40  # longer than a code term may be: the search's own codes
+    assert keys(search(indexed_engine, long_query, k=6, embedder=embedder)) == documents_search(
+        indexed_engine, long_query, 6, embedder)
+    own = documents_search(indexed_engine, query, 6, embedder)
+    allowed = [key for key in own if key[0] in ("hcpcs", "icd10cm")][:2]
     only = SearchFilters(keys=tuple(key for _, key in allowed) + ("240.2",))
-    ranker = FixedRanker([("hcpcs", "E0601", 0.9), *((source, key, 0.5) for source, key in reversed(allowed))])
-    narrowed = search(indexed_engine, query, k=6, embedder=embedder, filters=only, code_ranker=ranker)
-    assert ("hcpcs", "E0601") not in keys(narrowed)  # outside the key filter: never added
-    assert [key for key in keys(narrowed) if key[0] != "ncd"] == list(reversed(allowed))
-    untouched = FixedRanker([("hcpcs", "E0601", 0.9)])
-    policy_only = search(indexed_engine, query, k=6, embedder=embedder, filters=SearchFilters(sources=("ncd",)),
-                         code_ranker=untouched)
-    assert untouched.asked == [] and policy_only.hits
-    search(indexed_engine, query, k=6, embedder=embedder, filters=SearchFilters(sources=("hcpcs",), release="2025Q1"),
-           code_ranker=untouched)
-    assert untouched.asked[0]["sources"] == ["hcpcs"] and untouched.asked[0]["release"] == "2025Q1"
+    narrowed = search(indexed_engine, query, k=6, embedder=embedder, filters=only)
+    assert all(key[1] in only.keys for key in keys(narrowed))  # a code outside the key filter is never added
+    finder = [key for key in finder_codes(indexed_engine, query, embedder, top=6) if key in allowed]
+    kept = [key for key in documents_search(indexed_engine, query, 6, embedder, only)
+            if key[0] != "ncd" and key not in finder]
+    assert finder and [key for key in keys(narrowed) if key[0] != "ncd"] == finder + kept
+    policy_only = search(indexed_engine, query, k=6, embedder=embedder, filters=SearchFilters(sources=("ncd",)))
+    assert policy_only.hits and {hit.ranked_by for hit in policy_only.hits} == {"search"}
+    hcpcs_2025 = SearchFilters(sources=("hcpcs",), release="2025Q1")
+    release = search(indexed_engine, query, k=6, embedder=embedder, filters=hcpcs_2025)
+    expected = finder_codes(indexed_engine, query, embedder, systems=["HCPCS"], release="2025Q1", top=6)
+    listed = min(len(expected), len(release.hits))
+    assert listed and keys(release)[:listed] == expected[:listed]
+    assert {hit.ranked_by for hit in release.hits[:listed]} == {"codes"}

@@ -23,7 +23,7 @@ from sqlalchemy import Engine
 from medrag.answer.pipeline import GENERATION_STAGE, ask
 from medrag.core.config import Settings
 from medrag.core.errors import MedragError
-from medrag.retrieval.search import SOURCES, CodeRanker, QueryError, SearchFilters
+from medrag.retrieval.search import SOURCES, QueryError, SearchFilters
 
 # The goals a report says are met or not: refusals and invented codes (issue 6); fact recall on the dev set and the
 # stages outside generation (issue 19, which reads the whole determination and scores its units: 300 ms at p95).
@@ -243,15 +243,14 @@ def _ratio(numerator: float, denominator: float) -> float:
 
 
 def evaluate(engine: Engine, questions: list[DevQuestion], *, settings: Settings, embedder: Any,
-             backend: str = "auto", k: int = 10, code_ranker: CodeRanker | None = None) -> EvalReport:
+             backend: str = "auto", k: int = 10) -> EvalReport:
     """Ask every dev question through the full pipeline (audited as command 'eval') and collect the outcomes."""
     outcomes = []
     model = None
     used_backend = backend
     for question in questions:
         result = ask(engine, question.question, settings=settings, embedder=embedder,
-                     filters=question.search_filters(), k=k, backend=backend, command="eval",
-                     code_ranker=code_ranker)
+                     filters=question.search_filters(), k=k, backend=backend, command="eval")
         model = model or result.model
         used_backend = result.backend if not result.degraded else used_backend
         outcomes.append(QuestionOutcome(

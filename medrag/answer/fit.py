@@ -18,14 +18,13 @@ from medrag.answer.pipeline import ask
 from medrag.answer.scoring import FEATURES, neutral_model
 from medrag.core.config import Settings
 from medrag.core.logistic import fit_logistic, log_loss
-from medrag.retrieval.search import CodeRanker
 
 # L2 penalty on the weights (not the intercept), in units of the summed log-likelihood.
 L2_PENALTY = 1.0
 
 
-def collect_examples(engine: Engine, questions: list[DevQuestion], *, settings: Settings, embedder: Any,
-                     code_ranker: CodeRanker | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+def collect_examples(engine: Engine, questions: list[DevQuestion], *, settings: Settings,
+                     embedder: Any) -> tuple[np.ndarray, np.ndarray, int]:
     """Features and labels of every unit read for the dev questions with facts, and how many questions gave any."""
     rows, labels, asked = [], [], 0
     for question in questions:
@@ -33,7 +32,7 @@ def collect_examples(engine: Engine, questions: list[DevQuestion], *, settings: 
             continue
         result = ask(engine, question.question, settings=settings, embedder=embedder,
                      filters=question.search_filters(), backend="extractive", command="eval",
-                     unit_model=neutral_model(), code_ranker=code_ranker)
+                     unit_model=neutral_model())
         asked += bool(result.units)
         for item in result.units:
             rows.append([item.features[name] for name in FEATURES])

@@ -31,7 +31,7 @@ from medrag.answer.structured import (
 )
 from medrag.answer.validate import SentenceCheck, Validator, summarize
 from medrag.core.config import Settings
-from medrag.retrieval.search import CodeRanker, SearchFilters, search
+from medrag.retrieval.search import SearchFilters, search
 
 BACKENDS = ("auto", "vllm", "extractive")
 EXTRACTIVE_MODEL = "extractive"
@@ -166,13 +166,11 @@ def ask(
     route: str | None = None,
     client_address: str | None = None,
     unit_model: dict[str, Any] | None = None,
-    code_ranker: CodeRanker | None = None,
 ) -> AskResult:
     """Answer a question from the corpus with cited, validated sentences (or refuse), and audit it.
 
     route and client_address name the HTTP route and caller when the question came through `medrag serve`;
-    unit_model replaces the fitted unit scorer (medrag.answer.scoring) while it is being fitted; code_ranker (the
-    code finder) ranks the codes retrieved, as in `medrag search`.
+    unit_model replaces the fitted unit scorer (medrag.answer.scoring) while it is being fitted.
     """
     clock = _Clock()
     filters = filters or SearchFilters()
@@ -190,7 +188,7 @@ def ask(
         client = ChatClient.from_settings(settings)
     try:
         result = _answer(engine, checked, settings, embedder, filters, k, chosen, client, stream, on_sentence,
-                         clock, unit_model, code_ranker)
+                         clock, unit_model)
     finally:
         if own_client and client is not None:
             client.close()
@@ -216,12 +214,12 @@ def ask(
 def _answer(engine: Engine, question: str, settings: Settings, embedder: Any, filters: SearchFilters, k: int,
             backend: str, client: ChatClient | None, stream: bool,
             on_sentence: Callable[[SentenceCheck], None] | None, clock: _Clock,
-            unit_model: dict[str, Any] | None = None, code_ranker: CodeRanker | None = None) -> AskResult:
+            unit_model: dict[str, Any] | None = None) -> AskResult:
     rewrite = rewrite_query(question, settings.query_rewrite, client if backend == "vllm" else None,
                             timeout=min(10.0, settings.llm_timeout))
     clock.lap("rewrite")
     recorder = QueryVector(embedder, rewrite.query)
-    found = search(engine, question, k=k, filters=filters, embedder=recorder, code_ranker=code_ranker)
+    found = search(engine, question, k=k, filters=filters, embedder=recorder)
     clock.lap("retrieval")
     similarity = similarities(engine, found.hits, recorder.last, embedder)
     evidence = select_evidence(found.hits, similarity, threshold=settings.answer_min_similarity,

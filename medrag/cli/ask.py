@@ -26,7 +26,7 @@ class LazyEmbedder:
 
     def __init__(self) -> None:
         self._embedder: Any = None
-        self._lock = threading.Lock()  # the search and the code finder beside it may ask for it at once
+        self._lock = threading.Lock()  # a server's threads may ask for it at once
 
     def _loaded(self) -> Any:
         with self._lock:
@@ -82,7 +82,6 @@ def ask_command(question: str, k: int, as_json: bool, stream: bool, backend: str
                 **filter_values: object) -> None:
     """Answer QUESTION from the corpus with cited sentences, or refuse when the evidence is not there."""
     from medrag.answer.pipeline import ask
-    from medrag.codes.finder import CodeFinder
 
     settings = load_settings()
     filters = build_filters(**filter_values)
@@ -99,10 +98,8 @@ def ask_command(question: str, k: int, as_json: bool, stream: bool, backend: str
             click.echo(textwrap.fill(line, width=100, initial_indent=indent, subsequent_indent=indent + "  "))
 
     engine, embedder = get_engine(settings), LazyEmbedder()
-    with CodeFinder(engine, embedder=embedder) as finder:
-        result = ask(engine, question, settings=settings, embedder=embedder, filters=filters, k=k,
-                     backend=backend or "auto", stream=stream, on_sentence=show if streamed else None,
-                     code_ranker=finder)
+    result = ask(engine, question, settings=settings, embedder=embedder, filters=filters, k=k,
+                 backend=backend or "auto", stream=stream, on_sentence=show if streamed else None)
     if result.degraded:
         click.echo(f"medrag: warning: the LLM failed ({result.degraded_reason}); "
                    f"answered from the sources' own sentences instead", err=True)
@@ -167,14 +164,11 @@ def log_tail(n: int, as_json: bool) -> None:
 def eval_answers(questions_file: Path, as_json: bool, backend: str | None, k: int) -> None:
     """Answer quality on a dev set: citation precision, refusal accuracy, invented codes, latency per stage."""
     from medrag.answer.evaluation import evaluate, load_questions, render_report
-    from medrag.codes.finder import CodeFinder
 
     settings = load_settings()
     questions = load_questions(questions_file)
     engine, embedder = get_engine(settings), query_embedder()
-    with CodeFinder(engine, embedder=embedder) as finder:
-        report = evaluate(engine, questions, settings=settings, embedder=embedder, backend=backend or "auto", k=k,
-                          code_ranker=finder)
+    report = evaluate(engine, questions, settings=settings, embedder=embedder, backend=backend or "auto", k=k)
     if as_json:
         click.echo(json.dumps(report.as_json(), default=str))
     else:
@@ -193,14 +187,11 @@ def fit_answers(questions_file: Path, out_file: Path | None) -> None:
     from medrag.answer.evaluation import load_questions
     from medrag.answer.fit import collect_examples, fit_unit_model
     from medrag.answer.scoring import MODEL_PATH
-    from medrag.codes.finder import CodeFinder
     from medrag.core.logistic import write_model
 
     settings = load_settings()
     engine, embedder = get_engine(settings), query_embedder()
-    with CodeFinder(engine, embedder=embedder) as finder:
-        x, y, asked = collect_examples(engine, load_questions(questions_file), settings=settings, embedder=embedder,
-                                       code_ranker=finder)
+    x, y, asked = collect_examples(engine, load_questions(questions_file), settings=settings, embedder=embedder)
     if not len(y) or not y.sum():
         raise MedragError(f"{questions_file}: no unit of any answer states a required fact; nothing to fit")
     model = fit_unit_model(x, y, source=questions_file.name, questions=asked)

@@ -121,6 +121,6 @@ def fit_confidence(terms_file: Path, out_file: Path) -> None:
     click.echo(f"{model['examples']:,} listed codes of {model['terms']} terms ({model['accepted']} accepted): "
                f"confidence = sigmoid({model['score_weight']:.2f} x score {model['behind_weight']:+.2f} x behind "
                f"{model['best_weight']:+.2f} x best {model['intercept']:+.2f}), "
-               f"log loss {model['log_loss']:.3f} -> {out_file}")
+               f"log loss {model['log_loss']:.3f} -> {out_file}; `medrag db migrate` puts it to use")
 
 COMMANDS = [codes_command]

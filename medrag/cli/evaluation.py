@@ -40,35 +40,28 @@ def parse_ks(value: str) -> list[int]:
 @click.option("-k", "ks", default=",".join(map(str, DEFAULT_KS)), show_default=True, help="Cut-offs, e.g. 1,3,5,10.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full report (per question too) as JSON.")
 @click.option("--text-only", is_flag=True, help="No query vector: what medrag_search_text ranks.")
-@click.option("--sql-codes", is_flag=True,
-              help="Codes as medrag_search ranks them in psql, not as the code finder does (medrag search).")
 @click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE",
               help="Run with a search setting changed (medrag_search_settings(), e.g. rrf_k=30); repeatable.")
-def eval_retrieval(questions_file: Path, ks: str, as_json: bool, text_only: bool, sql_codes: bool,
+def eval_retrieval(questions_file: Path, ks: str, as_json: bool, text_only: bool,
                    overrides: tuple[str, ...]) -> None:
     """hit@k, MRR, nDCG@k (graded), recall@k and latency p50/p95, overall, per category and per source."""
     from medrag.cli.retrieval import query_embedder
-    from medrag.codes.finder import CodeFinder
-
     cutoffs = parse_ks(ks)
     questions = load_questions(questions_file)
     settings = parse_overrides(overrides)
     engine = get_engine()
     apply_overrides(engine, settings)
     embedder = None if text_only else query_embedder()
-    with CodeFinder(engine, embedder=embedder) as finder:
-        ranker = None if text_only or sql_codes else finder
-        # the first call pays connection, ONNX session and the finder's release reads
-        search(engine, "warm up", k=1, embedder=embedder, code_ranker=ranker)
+    # the first call pays connection and ONNX session
+    search(engine, "warm up", k=1, embedder=embedder)
 
-        def retrieve(question: Question, k: int) -> tuple[list[tuple[str, str]], float]:
-            started = time.perf_counter()
-            result = search(engine, question.question, k=k, filters=SearchFilters.from_json(question.filters),
-                            embedder=embedder, code_ranker=ranker)
-            return [(hit.source, hit.key) for hit in result.hits], (time.perf_counter() - started) * 1000
+    def retrieve(question: Question, k: int) -> tuple[list[tuple[str, str]], float]:
+        started = time.perf_counter()
+        result = search(engine, question.question, k=k, filters=SearchFilters.from_json(question.filters),
+                        embedder=embedder)
+        return [(hit.source, hit.key) for hit in result.hits], (time.perf_counter() - started) * 1000
 
-        report = evaluate(questions, retrieve, cutoffs) | {"settings_overridden": settings,
-                                                           "code_ranking": "finder" if ranker else "sql"}
+    report = evaluate(questions, retrieve, cutoffs) | {"settings_overridden": settings}
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return

@@ -60,13 +60,9 @@ def build_filters(sources, keys, release, as_of, contractor, state, manual, chap
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object.")
 def search_command(query: str, k: int, as_json: bool, **filter_values: object) -> None:
     """Hybrid search: exact identifiers, vectors, full text and trigram similarity, fused."""
-    from medrag.codes.finder import CodeFinder
-
     validate_query(query)
     engine, embedder = get_engine(), query_embedder()
-    with CodeFinder(engine, embedder=embedder) as finder:
-        result = search(engine, query, k=k, filters=build_filters(**filter_values), embedder=embedder,
-                        code_ranker=finder)
+    result = search(engine, query, k=k, filters=build_filters(**filter_values), embedder=embedder)
     if as_json:
         click.echo(json.dumps(result.as_json(), default=str))
         return

@@ -4,7 +4,7 @@ Every dev term is searched; each listed code (not one written in the term, which
 labelled 1 when the term expects it. The score ranks codes; a logistic curve over the score, how far it is behind
 its system's best and whether it is that best (Platt scaling with two more inputs) turns it into a probability,
 so that "high" means what it says. A small L2 penalty keeps the weights finite. The result is
-medrag/data/confidence_model.json.
+medrag/data/confidence_model.json, which `medrag db migrate` renders into the finder's SQL settings.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from medrag.codes.consolidate import CALIBRATION_INPUTS, Candidate
+from medrag.codes.consolidate import CALIBRATION_INPUTS
 from medrag.codes.evaluation import DevTerm
-from medrag.codes.finder import CodeFinder, seventh_character_form
+from medrag.codes.finder import CodeFinder
 from medrag.core.logistic import fit_logistic, log_loss
 
 # L2 penalty on the weights (not the intercept), in units of the summed log-likelihood.
@@ -34,21 +34,14 @@ class Example:
     label: int
 
 
-def reported_code(candidate: Candidate, encounter: str | None = None) -> str:
-    """The code a result shows for the candidate (its 7th-character form when it needs one)."""
-    form = seventh_character_form(candidate, encounter)
-    return form.code if form is not None else candidate.row.code
-
-
 def collect_examples(finder: CodeFinder, terms: list[DevTerm]) -> list[Example]:
     """Search every term and turn the codes it lists into labelled examples."""
     examples = []
     for number, item in enumerate(terms):
         search = finder.find(item.term)
-        scores = {(candidate.row.system, reported_code(candidate, search.encounter)): candidate
-                  for candidate in search.candidates}
+        scores = {(candidate.system, candidate.code): candidate for candidate in search.candidates}
         for result in search.results:
-            candidate = scores.get((result.system, result.code))
+            candidate = scores.get((result.system, result.scored))
             if candidate is None or candidate.exact:
                 continue  # a code written in the term is certain: nothing to calibrate
             examples.append(Example(number, result.code, candidate.score, candidate.behind,

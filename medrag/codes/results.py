@@ -39,11 +39,26 @@ class CodeMatch:
     tier: str
     billable: bool | None
     related: tuple[Related, ...] = ()
+    scored: str = ""  # the code as scored, before the 7th character it is reported with (T39.1X1 for T39.1X1A)
 
     def as_json(self) -> dict[str, Any]:
         """The result object of `medrag codes --json`."""
         return {"system": self.system, "code": self.code, "display": self.display, "confidence": self.confidence,
                 "tier": self.tier, "billable": self.billable, "related": [item.as_json() for item in self.related]}
+
+
+@dataclass(frozen=True)
+class ScoredCode:
+    """A candidate as the finder scored it (listed or not): what `medrag eval fit-confidence` fits on."""
+
+    system: str
+    code: str
+    exact: bool
+    score: float
+    behind: float  # how far the score is below its system's best
+    confidence: float
+    tier: str | None
+    features: dict[str, Any] = field(default_factory=dict)  # lexical, coverage, rank, specificity, semantic, prior
 
 
 @dataclass
@@ -57,8 +72,8 @@ class CodeSearch:
     trace: list[str] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
     external: list[ExternalCode] | None = None  # NLM Clinical Tables answers, only when asked for
-    # every scored candidate (consolidate.Candidate), for fitting the confidence model; never printed
-    candidates: list[Any] = field(default_factory=list, repr=False, compare=False)
+    # every scored candidate, for fitting the confidence model; never printed
+    candidates: list[ScoredCode] = field(default_factory=list, repr=False, compare=False)
     encounter: str | None = None  # the encounter the term names (classify.INITIAL ...), which picks 7th characters
 
     def as_json(self) -> dict[str, Any]:

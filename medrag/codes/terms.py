@@ -4,12 +4,12 @@
 disease"), a spelling correction gives "tuberculosus" the wording "tuberculosis". A code covers a concept when
 one of its wordings' lexemes is in the code's description or inclusion terms, so a term is measured against the
 same concepts however it was broadened. Lexemes come from PostgreSQL's english configuration (the same stemming
-the full-text index uses).
+the full-text index uses). PostgreSQL finds the concepts (medrag_code_concepts, rendered here) and works with them
+(medrag_term_lookups, medrag_term_json in sql/finder.sql); analyze_term reads them into Python.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, Engine, text
@@ -30,6 +30,7 @@ SYNONYM = "synonym"
 SPELLING = "spelling"
 # A corrected word is less certain than one the user typed.
 ORIGIN_WEIGHT = {TYPED: 1.0, COMPOUND: 1.0, SYNONYM: 1.0, SPELLING: 0.9}
+# The origins of the words as typed: the lookups search another wording of a concept once it has one.
 AS_TYPED = (TYPED, COMPOUND)
 MIN_PATTERN = 3  # the trigram index needs three characters
 # A negation ("fatty liver not caused by alcohol", "shoulder pain, no injury") reaches from its cue to the end of the
@@ -56,11 +57,6 @@ class Wording:
     lexemes: frozenset[str]
     origin: str
 
-    @property
-    def weight(self) -> float:
-        """How much a match on this wording counts (spelling corrections a little less)."""
-        return ORIGIN_WEIGHT[self.origin]
-
 
 @dataclass
 class Concept:
@@ -81,114 +77,13 @@ class Concept:
         """The concept as typed."""
         return " ".join(self.words)
 
-    @property
-    def lexemes(self) -> frozenset[str]:
-        """Every lexeme of every wording."""
-        return frozenset().union(*(wording.lexemes for wording in self.wordings))
-
-    @property
-    def search_wordings(self) -> list[Wording]:
-        """What the lookups search for: a synonym or a correction once there is one (the typed words found
-        too little), else the words as typed."""
-        alternatives = [wording for wording in self.wordings if wording.origin not in AS_TYPED]
-        return alternatives or self.wordings
-
-    def add(self, wording: Wording) -> bool:
-        """Add a wording unless one with the same lexemes is there; True when added."""
-        if not wording.lexemes or any(existing.lexemes == wording.lexemes for existing in self.wordings):
-            return False
-        self.wordings.append(wording)
-        return True
-
 
 @dataclass
 class TermQuery:
-    """The concepts of a term; which are focus for each system, and the lookups' inputs derived from them."""
+    """A term's concepts as medrag_code_concepts gives them (medrag_find_codes derives its lookups from them)."""
 
     text: str
     concepts: list[Concept] = field(default_factory=list)
-
-    def focus(self, system: str) -> list[Concept]:
-        """Concepts a code of `system` should cover (not the negated ones)."""
-        return [concept for concept in self.concepts if system in concept.systems and not concept.negated]
-
-    def context(self, system: str) -> list[Concept]:
-        """Concepts about another system (a multi-intent term's other half): a bonus, never required."""
-        return [concept for concept in self.concepts if system not in concept.systems and not concept.negated]
-
-    def negations(self) -> list[Concept]:
-        """Concepts the term says are not so: a code that names one contradicts the term."""
-        return [concept for concept in self.concepts if concept.negated]
-
-    def all_lexemes(self) -> frozenset[str]:
-        """Every lexeme of every concept the term affirms."""
-        return frozenset().union(*(concept.lexemes for concept in self.concepts if not concept.negated))
-
-    def explained_lexemes(self) -> frozenset[str]:
-        """Lexemes a code's wording may contain and still be explained by the term (synonyms included; not what the
-        term negates, unless another of its concepts says it)."""
-        explains = frozenset().union(*(concept.explains for concept in self.concepts if not concept.negated))
-        negated = frozenset().union(*(concept.lexemes for concept in self.negations()))
-        return self.all_lexemes() | explains | frozenset(f"non{lexeme}" for lexeme in negated)
-
-    def searched(self, system: str) -> list[Concept]:
-        """Focus concepts the lookups search for (dropped qualifiers left out)."""
-        return [concept for concept in self.focus(system) if not concept.dropped]
-
-    def patterns(self, system: str) -> tuple[str, ...]:
-        """ILIKE patterns for the description words lookup: '%stem%' per lexeme of each searched wording."""
-        patterns: list[str] = []
-        for concept in self.searched(system):
-            for wording in concept.search_wordings:
-                for word in wording.words:
-                    patterns += [f"%{stem}%" for stem in _stems_in_word(word, wording.lexemes)]
-        return tuple(dict.fromkeys(patterns))
-
-    def tsquery(self, system: str) -> str:
-        """Full-text query: every searched concept (AND), each by any of its wordings (OR), lexemes AND-ed."""
-        clauses = []
-        for concept in self.searched(system):
-            options = [" & ".join(_quote(lexeme) for lexeme in sorted(wording.lexemes))
-                       for wording in concept.search_wordings if wording.lexemes]
-            if options:
-                clauses.append("(" + " | ".join(f"({option})" for option in options) + ")")
-        return " & ".join(clauses)
-
-    def searched_lexemes(self, system: str) -> tuple[str, ...]:
-        """Every lexeme of every wording of the searched concepts (the index leg matches any of them)."""
-        found = {lexeme for concept in self.searched(system) for wording in concept.wordings
-                 for lexeme in wording.lexemes}
-        return tuple(sorted(found))
-
-    def describe(self) -> str:
-        """'copd (= chronic obstructive pulmonary disease) + exacerbation' for the trace."""
-        parts = []
-        for concept in self.concepts:
-            extra = [" ".join(wording.words) for wording in concept.wordings if wording.origin != TYPED]
-            parts.append(("not " if concept.negated else "") + concept.text
-                         + (f" (= {' | '.join(extra)})" if extra else "") + (" [dropped]" if concept.dropped else ""))
-        return " + ".join(parts)
-
-
-def _quote(lexeme: str) -> str:
-    return "'" + lexeme.replace("'", "''") + "'"
-
-
-def _stems_in_word(word: str, lexemes: Iterable[str]) -> list[str]:
-    """Substrings of the typed word that its lexemes stand for ("injuries" -> "injur", "x-ray" -> "x-ray", "ray")."""
-    stems = []
-    for lexeme in lexemes:
-        if lexeme in word:
-            stem = lexeme
-        else:
-            # Snowball rewrites endings ("injuri", "famili"): the shared prefix is what descriptions contain.
-            length = 0
-            while length < min(len(word), len(lexeme)) and word[length] == lexeme[length]:
-                length += 1
-            stem = word[:length]
-        if len(stem) >= MIN_PATTERN and all(ch.isalnum() or ch in "-'" for ch in stem):
-            stems.append(stem)
-    return stems
 
 
 _ANALYZE = text("SELECT c, medrag_code_concepts(c ->> 'text', c) AS concepts "

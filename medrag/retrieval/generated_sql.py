@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from medrag.codes.classify import classification_sql
 from medrag.codes.consolidate import code_settings_sql
+from medrag.codes.finder import finder_settings_sql
 from medrag.codes.synonyms import synonyms_sql
 from medrag.codes.terms import term_query_sql
 from medrag.core.identifiers import default_cue_sql, identifiers_sql, named_code_set_sql
@@ -93,4 +94,4 @@ def generated_script() -> str:
     """The whole generated script, in the order its functions are best read."""
     return "\n".join((identifiers_sql(), named_code_set_sql(), default_cue_sql(), search_settings_sql(),
                       document_group_sql(), nearest_sql(), code_settings_sql(), synonyms_sql(),
-                      classification_sql(), term_query_sql()))
+                      classification_sql(), term_query_sql(), finder_settings_sql()))

@@ -8,10 +8,8 @@ import logging
 import re
 import time
 import unicodedata
-from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Protocol
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
@@ -101,24 +99,7 @@ class Hit:
     release: str
     url: str | None
     matched: str = ""
-    ranked_by: str = SEARCH_RANKED  # CODES_RANKED: the code ranker chose the code for this slot; score its confidence
-
-
-@dataclass(frozen=True)
-class RankedCode:
-    """A code document as the code ranker placed it: its source (hcpcs, icd10cm), code and confidence."""
-
-    source: str
-    key: str
-    confidence: float
-
-
-class CodeRanker(Protocol):
-    """Ranks the codes for a query (medrag.codes.finder.CodeFinder): the one code ranking of every result list."""
-
-    def rank_codes(self, query: str, *, sources: Sequence[str], release: str | None,
-                   limit: int) -> list[RankedCode]:
-        """The codes of these sources for the query, best first, at most `limit` of each source."""
+    ranked_by: str = SEARCH_RANKED  # CODES_RANKED: the code finder chose the code for this slot; score its confidence
 
 
 @dataclass
@@ -214,66 +195,6 @@ def embedding_text(conn: Connection, query: str, embedder: Any) -> str:
     return re.sub(r"[A-Za-z]+", lambda word: corrections.get(word.group(0).lower(), word.group(0)), query)
 
 
-_CODE_HITS_SQL = text(
-    "SELECT DISTINCT ON (d.source, d.key) c.id AS chunk_id, d.id AS document_id, d.source, d.key, d.title, "
-    "c.heading, c.text, rel.label AS release, d.url "
-    "FROM unnest(CAST(:sources AS text[]), CAST(:keys AS text[])) AS wanted(source, key) "
-    "JOIN document d ON d.source = wanted.source AND d.key = wanted.key "
-    "JOIN release rel ON rel.id = d.release_id "
-    "JOIN chunk c ON c.document_id = d.id "
-    "WHERE medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date, d.metadata, "
-    "rel.label, CAST(:filters AS jsonb)) "
-    "ORDER BY d.source, d.key, d.is_current DESC, c.ordinal"
-)
-
-
-# The code ranking runs beside the search statement (every dev question's top 10 holds codes), not after it.
-_CODE_RANKING = ThreadPoolExecutor(max_workers=4, thread_name_prefix="medrag-code-ranking")
-
-
-def start_code_ranking(ranker: CodeRanker, query: str, k: int, filters: SearchFilters) -> Future | None:
-    """The ranker's codes for the query, computing in the background; None when the filters admit no code."""
-    sources = [source for source in (filters.sources or CODE_SOURCES) if source in CODE_SOURCES]
-    if not sources or filters.manual or filters.chapter:  # manual and chapter select manual sections only
-        return None
-    release = None if filters.release in ("current", "all") else filters.release
-    return _CODE_RANKING.submit(ranker.rank_codes, query, sources=sources, release=release, limit=k)
-
-
-def rank_code_slots(engine: Engine, hits: list[Hit], filters: SearchFilters, ranked: list[RankedCode]) -> list[Hit]:
-    """The hits with their code slots filled in the code ranker's order, so a search lists codes as `medrag codes`.
-
-    The slots are where the search put code documents: how many codes and where they stand against the policy
-    documents is the search's call, which codes and in what order the ranker's. A code the query names (the exact
-    leg) keeps its place. Slots the ranker cannot fill keep the search's own codes, in its order.
-    """
-    slots = [i for i, hit in enumerate(hits)
-             if hit.source in CODE_SOURCES and "exact" not in (hit.matched or "").split("+")]
-    if not slots:
-        return hits
-    slot_set = set(slots)
-    placed = {(hit.source, hit.key) for i, hit in enumerate(hits) if i not in slot_set}
-    own = {(hits[i].source, hits[i].key): hits[i] for i in reversed(slots)}  # a document's best chunk
-    wanted = [code for code in dict.fromkeys((code.source, code.key) for code in ranked) if code not in placed]
-    missing = [code for code in wanted if code not in own]
-    fetched: dict[tuple[str, str], Hit] = {}
-    if missing:
-        with engine.connect() as conn:
-            rows = conn.execute(_CODE_HITS_SQL, {"sources": [source for source, _ in missing],
-                                                 "keys": [key for _, key in missing],
-                                                 "filters": json.dumps(filters.as_json())}).mappings().all()
-        fetched = {(row["source"], row["key"]): Hit(rank=0, score=0.0, matched="codes", **row) for row in rows}
-    confidence = {(code.source, code.key): code.confidence for code in ranked}
-    chosen = [replace(own.get(code) or fetched[code], score=confidence[code], ranked_by=CODES_RANKED)
-              for code in wanted if code in own or code in fetched][:len(slots)]
-    chosen_keys = {(hit.source, hit.key) for hit in chosen}
-    chosen += [hits[i] for i in slots if (hits[i].source, hits[i].key) not in chosen_keys][:len(slots) - len(chosen)]
-    out = list(hits)
-    for i, hit in zip(slots, chosen, strict=False):
-        out[i] = replace(hit, rank=hits[i].rank)
-    return out
-
-
 def search(
     engine: Engine,
     query: str,
@@ -281,11 +202,11 @@ def search(
     k: int = 10,
     filters: SearchFilters | None = None,
     embedder: Any = None,
-    code_ranker: CodeRanker | None = None,
 ) -> SearchResult:
     """Ranked hits for a query: exact identifiers first, then RRF of vector, full-text and trigram matches.
 
-    With a code ranker, the code documents among the hits are the ranker's (rank_code_slots).
+    The code documents among the hits are the code finder's (medrag_search in sql/finder.sql): a search lists codes
+    as `medrag codes` ranks them.
     """
     started = time.perf_counter()
     query = validate_query(query)
@@ -296,7 +217,6 @@ def search(
     embedding = None
     with engine.connect() as conn:
         check_filters(conn, filters)
-        ranking = start_code_ranking(code_ranker, query, k, filters) if code_ranker is not None else None
         if embedder is not None:
             embed_started = time.perf_counter()
             embedding = vector_literal(embedder.embed(embedding_text(conn, query, embedder)))
@@ -306,13 +226,8 @@ def search(
             _SEARCH_SQL, {"embedding": embedding, "query": query, "k": k, "filters": json.dumps(filters.as_json())}
         ).mappings().all()
         timings["sql"] = (time.perf_counter() - sql_started) * 1000
-    hits = [Hit(**{name: row[name] for name in row.keys()}) for row in rows]  # noqa: SIM118 - RowMapping
-    if ranking is not None:
-        codes_started = time.perf_counter()
-        try:
-            hits = rank_code_slots(engine, hits, filters, ranking.result())
-        except MedragError as error:  # a query the finder refuses (over its length limit): the search's order stands
-            log.info("code slots keep the search's order: %s", error)
-        timings["codes"] = (time.perf_counter() - codes_started) * 1000
+    hits = [Hit(**{name: row[name] for name in row.keys()},  # noqa: SIM118 - RowMapping
+                ranked_by=CODES_RANKED if CODES_RANKED in (row["matched"] or "").split("+") else SEARCH_RANKED)
+            for row in rows]
     timings["total"] = (time.perf_counter() - started) * 1000
     return SearchResult(query, filters.as_json(), hits, {name: round(ms, 2) for name, ms in timings.items()})

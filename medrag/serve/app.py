@@ -209,7 +209,7 @@ def create_app(settings: Settings | None = None, state: ServeState | None = None
         validate_query(q)
         filters = _filters({"source": list(source), "key": list(key), "release": release, "as_of": as_of,
                             "contractor": contractor, "state": state_code, "manual": manual, "chapter": chapter})
-        result = search(state.engine, q, k=k, filters=filters, embedder=state.embedder, code_ranker=state.finder())
+        result = search(state.engine, q, k=k, filters=filters, embedder=state.embedder)
         return cli_response(result.as_json())
 
     @app.post("/ask", response_model=AskResponse, responses={
@@ -228,7 +228,7 @@ def create_app(settings: Settings | None = None, state: ServeState | None = None
         def answer(on_sentence: Callable | None = None) -> dict[str, Any]:
             result = ask(state.engine, body.question, settings=settings, embedder=state.embedder, filters=filters,
                          k=body.k, backend=backend, stream=stream, on_sentence=on_sentence,
-                         route="POST /ask", client_address=_client(request), code_ranker=state.finder())
+                         route="POST /ask", client_address=_client(request))
             payload = result.as_json()
             metrics.observe_answer(payload)
             return payload
