@@ -1110,8 +1110,8 @@ $$;
 -- which codes fill those slots and in what order, so a search lists codes as `medrag codes` ranks them. A code the
 -- query names (the exact leg) keeps its place; a slot the finder cannot fill keeps the search's own code. A code
 -- slot's score is then the finder's confidence and its matched says +codes (codes alone for a code the search did
--- not find). No code slot, a filter that admits no code (a manual or chapter, other sources) or a release no code
--- system has: the search's own order.
+-- not find). No code slot, a filter that admits no code (a manual or chapter, other sources), no code release (or
+-- none with the label asked for) or a query longer than a code term may be: the search's own order.
 CREATE OR REPLACE FUNCTION medrag_search(query_embedding vector, query_text text, k integer DEFAULT 10,
                                          filters jsonb DEFAULT '{}'::jsonb)
 RETURNS TABLE (rank integer, score double precision, chunk_id bigint, document_id bigint, source text, key text,
@@ -1143,9 +1143,10 @@ BEGIN
                  AND 'exact' <> ALL (string_to_array(coalesce(h ->> 'matched', ''), '+')))
        AND cardinality(systems) > 0 AND coalesce(f ->> 'manual', '') = '' AND coalesce(f ->> 'chapter', '') = ''
        AND btrim(coalesce(query_text, '')) <> '' AND length(query_text) <= (cfg ->> 'max_term_chars')::int
-       AND (label IS NULL OR EXISTS (SELECT 1 FROM release r
-                                     WHERE lower(r.label) = lower(label) AND r.status IN ('loaded', 'partial')
-                                       AND r.source IN (SELECT cfg -> 'sources' ->> s FROM unnest(systems) s)))
+       AND EXISTS (SELECT 1 FROM release r
+                   WHERE r.status IN ('loaded', 'partial')
+                     AND r.source IN (SELECT cfg -> 'sources' ->> s FROM unnest(systems) s)
+                     AND CASE WHEN label IS NULL THEN r.is_current ELSE lower(r.label) = lower(label) END)
     THEN
         found := medrag_find_codes(query_text, systems, label, least(greatest(coalesce(k, 10), 1),
                                                                    (cfg ->> 'max_top')::int), query_embedding);
