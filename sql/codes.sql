@@ -385,7 +385,7 @@ AS $$
 $$;
 
 
--- The code finder's lookups (medrag/codes/plan.py runs each on its own connection, concurrently): each finds
+-- The code finder's lookups (medrag_find_codes in sql/finder.sql runs them round by round): each finds
 -- candidate codes one way and ranks them. Each is one SQL statement, so a call is inlined and planned with its
 -- values. A system is named by its documents' source ('icd10cm', 'hcpcs'); the release is the one searched.
 

@@ -1,5 +1,6 @@
--- medrag_reader: may read the analyst views and call the search functions, nothing else. A repeatable script, run
--- last (`medrag db migrate` runs every script again whenever one changes: re-created functions lose these settings).
+-- medrag_reader: may read the analyst views and call the search functions and the code finder, nothing else. A
+-- repeatable script, run last (`medrag db migrate` runs every script again whenever one changes: re-created
+-- functions lose these settings).
 -- Roles are cluster-wide; with your own server, give it a password: ALTER ROLE medrag_reader PASSWORD '...'.
 DO $$
 BEGIN
@@ -17,9 +18,13 @@ GRANT SELECT ON v_chunk, v_hcpcs_current, v_icd10cm_current, v_ncd_current, v_lc
 ALTER FUNCTION medrag_search(vector, text, integer, jsonb) SECURITY DEFINER SET search_path = public, pg_temp;
 ALTER FUNCTION medrag_search_text(text, integer, jsonb) SECURITY DEFINER SET search_path = public, pg_temp;
 ALTER FUNCTION medrag_nearest(vector, integer, jsonb) SECURITY DEFINER SET search_path = public, pg_temp;
+ALTER FUNCTION medrag_find_codes(text, text[], text, integer, vector) SECURITY DEFINER
+    SET search_path = public, pg_temp;
 REVOKE ALL ON FUNCTION medrag_search(vector, text, integer, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION medrag_search_text(text, integer, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION medrag_nearest(vector, integer, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION medrag_find_codes(text, text[], text, integer, vector) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION medrag_search(vector, text, integer, jsonb) TO medrag_reader;
 GRANT EXECUTE ON FUNCTION medrag_search_text(text, integer, jsonb) TO medrag_reader;
 GRANT EXECUTE ON FUNCTION medrag_nearest(vector, integer, jsonb) TO medrag_reader;
+GRANT EXECUTE ON FUNCTION medrag_find_codes(text, text[], text, integer, vector) TO medrag_reader;

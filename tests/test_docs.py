@@ -250,7 +250,8 @@ def answers_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str,
 BENCH_SEARCH = {
     "benchmark": "search", "machine": "x86_64", "cpus": 2,
     "real_corpus": {"chunks_embedded": 1000, "embed": {"p50_ms": 1.5, "p95_ms": 2.5, "mean_ms": 1.7, "n": 9},
-                    "sql": {"p50_ms": 11.5, "p95_ms": 12.5, "mean_ms": 11.7, "n": 9}, "vector_recall_at_10": 0.5},
+                    "sql": {"p50_ms": 11.5, "p95_ms": 12.5, "mean_ms": 11.7, "n": 9},
+                    "documents_sql": {"p50_ms": 4.5, "p95_ms": 5.5, "mean_ms": 4.7, "n": 9}, "vector_recall_at_10": 0.5},
     "scale": {"chunks": 2000, "queries": 3, "results": [
         {"filter": "none", "recall_at_10": 0.25, "search": {"p50_ms": 21.5, "p95_ms": 22.5, "mean_ms": 21.7, "n": 3}},
     ]},
@@ -307,7 +308,9 @@ def test_generator_renders_what_the_eval_commands_print(tmp_path: Path, monkeypa
     assert "unanswerable, not scored here: 1" in text
     assert "| all | 2 | 0.5 | 1.0 |" in text and "| HCPCS | 1 | 0.0 | 1.0 |" in text
     assert "| refusal_accuracy | 1.0 |" in text and "| citation_precision | 1.0 |" in text
-    assert "| medrag_search | 11.5 | 12.5 | 11.7 | 9 |" in text and "| none | 0.25 | 21.5 | 22.5 | 21.7 |" in text
+    assert "| medrag_search (the finder fills its code slots) | 11.5 | 12.5 | 11.7 | 9 |" in text
+    assert "| medrag_search_documents (the search statement alone) | 4.5 | 5.5 | 4.7 | 9 |" in text
+    assert "| none | 0.25 | 21.5 | 22.5 | 21.7 |" in text
     assert "| lexical | 2 | 31.5 | 32.5 | 33.5 | 1.5 | 0.5 | 1.0 |" in text
     assert "| machine | test machine |" in text and "| something.else | 7 |" in text
     block = readme(tmp_path).read_text(encoding="utf-8")

@@ -376,6 +376,8 @@ def test_reader_role_can_search_but_not_write(indexed_settings) -> None:
     with psycopg.connect(url) as conn:
         assert conn.execute("SELECT count(*) FROM v_hcpcs_current").fetchone()[0] == 8642
         assert conn.execute("SELECT count(*) FROM medrag_search_text('oxygen', 3, '{}')").fetchone()[0] == 3
+        found = conn.execute("SELECT medrag_find_codes('stone stuck in the ureter')").fetchone()[0]
+        assert found["results"][0]["code"] == "N20.1"  # the whole code finder, as the reader
         conn.rollback()
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("INSERT INTO release (source, label) VALUES ('x', 'y')")
