@@ -251,7 +251,8 @@ BENCH_SEARCH = {
     "benchmark": "search", "machine": "x86_64", "cpus": 2,
     "real_corpus": {"chunks_embedded": 1000, "embed": {"p50_ms": 1.5, "p95_ms": 2.5, "mean_ms": 1.7, "n": 9},
                     "sql": {"p50_ms": 11.5, "p95_ms": 12.5, "mean_ms": 11.7, "n": 9},
-                    "documents_sql": {"p50_ms": 4.5, "p95_ms": 5.5, "mean_ms": 4.7, "n": 9}, "vector_recall_at_10": 0.5},
+                    "documents_sql": {"p50_ms": 4.5, "p95_ms": 5.5, "mean_ms": 4.7, "n": 9},
+                    "vector_recall_at_10": 0.5},
     "scale": {"chunks": 2000, "queries": 3, "results": [
         {"filter": "none", "recall_at_10": 0.25, "search": {"p50_ms": 21.5, "p95_ms": 22.5, "mean_ms": 21.7, "n": 3}},
     ]},
