@@ -7,7 +7,7 @@
 --   4. reflection: broaden a weak system (synonyms, spelling, qualifiers left out) or narrow a header to its billable
 --      codes, at most medrag_code_finder_settings() ->> 'max_rounds' rounds;
 --   5. the choice: each system's best codes, a calibrated confidence and a tier, the 7th character a code needs.
--- The numbers these steps use are named in medrag/codes/ (finder.py, reflect.py, consolidate.py, plan.py) and
+-- The numbers these steps use are named in medrag/codes/ (finder.py, consolidate.py, plan.py, terms.py) and
 -- rendered into generated.sql as medrag_code_finder_settings().
 --
 -- The pool is kept as jsonb between the statements of one call: `best` holds each lookup's best hit per code
@@ -598,6 +598,7 @@ DECLARE
     corrected record;
     fixed text[];
     lexemes text[];
+    added jsonb;
     cls2 jsonb;
     priors2 jsonb;
     chosen jsonb;
@@ -730,9 +731,9 @@ BEGIN
                 FOR txt IN SELECT jsonb_array_elements_text(item -> 'expansions') LOOP
                     lexemes := ARRAY(SELECT DISTINCT l COLLATE "C" FROM unnest(medrag_words_of(txt)) AS w,
                                             unnest(tsvector_to_array(to_tsvector('english', w))) AS l ORDER BY 1);
-                    IF medrag_add_wording(concepts, n, to_jsonb(medrag_words_of(txt)), lexemes, 'synonym') IS NOT NULL
-                    THEN
-                        concepts := medrag_add_wording(concepts, n, to_jsonb(medrag_words_of(txt)), lexemes, 'synonym');
+                    added := medrag_add_wording(concepts, n, to_jsonb(medrag_words_of(txt)), lexemes, 'synonym');
+                    IF added IS NOT NULL THEN
+                        concepts := added;
                         changed := changed || ARRAY(SELECT s FROM jsonb_array_elements_text(concepts -> (n - 1) -> 'systems') s
                                                     WHERE s = ANY (searched));
                     END IF;
@@ -765,8 +766,9 @@ BEGIN
                 LOOP
                     lexemes := ARRAY(SELECT DISTINCT l COLLATE "C" FROM unnest(fixed) AS w,
                                             unnest(tsvector_to_array(to_tsvector('english', w))) AS l ORDER BY 1);
-                    IF medrag_add_wording(concepts, n, to_jsonb(fixed), lexemes, 'spelling') IS NOT NULL THEN
-                        concepts := medrag_add_wording(concepts, n, to_jsonb(fixed), lexemes, 'spelling');
+                    added := medrag_add_wording(concepts, n, to_jsonb(fixed), lexemes, 'spelling');
+                    IF added IS NOT NULL THEN
+                        concepts := added;
                         changed := changed || ARRAY(SELECT s FROM jsonb_array_elements_text(concepts -> (n - 1) -> 'systems') s
                                                     WHERE s = ANY (searched));
                     END IF;
