@@ -66,7 +66,6 @@ class Concept:
     wordings: list[Wording]
     systems: frozenset[str]
     qualifier: bool = False
-    dropped: bool = False  # a qualifier left out of the lookups while broadening (still counted when scoring)
     negated: bool = False  # said not to be so ("not caused by alcohol"): never searched for, contradicted by a code
     # Lexemes of the concept's synonyms: a code's "continuous positive airway pressure" is explained by "cpap"
     # even before the synonym is searched for.
