@@ -211,7 +211,7 @@ $$;
 
 -- One lookup (a leg of codes.sql) as the finder runs it: {leg, system, codes?, hits: [{code, rank, score, and for the
 -- Index its entry}], ms}. Each call is planned with its values: the legs' statements are inlined and their indexes
--- chosen for the term at hand.
+-- chosen for the term at hand (a generic plan cost the vector leg 20 ms a question).
 CREATE OR REPLACE FUNCTION medrag_code_lookup(lookup jsonb, code_release integer, index_release integer,
                                               query_embedding vector, settings jsonb)
 RETURNS jsonb
@@ -235,44 +235,36 @@ DECLARE
     ef_search text;
 BEGIN
     -- one statement per leg, its inputs plain values: a call with a subquery as argument is not inlined
-    CASE leg
-    WHEN 'index' THEN
+    IF leg = 'index' THEN
         SELECT jsonb_agg(jsonb_build_object('code', l.code, 'rank', l.leg_rank, 'score', l.leg_score,
                                             'evidence', l.evidence, 'lexemes', to_jsonb(l.lexemes),
                                             'core', to_jsonb(l.core_lexemes), 'negated', to_jsonb(l.negated))
                          ORDER BY l.leg_rank)
         INTO hits FROM medrag_code_index_leg(code_release, index_release, lexemes, n) l;
-    WHEN 'vector' THEN
-        -- keep the HNSW scan going until enough code chunks pass the source filter (pgvector >= 0.8)
-        iterative := current_setting('hnsw.iterative_scan', true);
-        ef_search := current_setting('hnsw.ef_search', true);
-        PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', '100', true);
-        SELECT jsonb_agg(jsonb_build_object('code', l.code, 'rank', l.leg_rank, 'score', l.leg_score)
-                         ORDER BY l.leg_rank)
-        INTO hits FROM medrag_code_vector_leg(source, query_embedding, n) l;
-        PERFORM set_config('hnsw.iterative_scan', coalesce(iterative, 'off'), true),
-                set_config('hnsw.ef_search', coalesce(ef_search, '40'), true);
-    WHEN 'exact' THEN
-        SELECT jsonb_agg(jsonb_build_object('code', l.code, 'rank', l.leg_rank, 'score', l.leg_score)
-                         ORDER BY l.leg_rank)
-        INTO hits FROM medrag_code_exact_leg(codes) l;
-    WHEN 'words' THEN
-        SELECT jsonb_agg(jsonb_build_object('code', l.code, 'rank', l.leg_rank, 'score', l.leg_score)
-                         ORDER BY l.leg_rank)
-        INTO hits FROM medrag_code_words_leg(code_release, source, patterns, kinds, n) l;
-    WHEN 'fulltext' THEN
-        SELECT jsonb_agg(jsonb_build_object('code', l.code, 'rank', l.leg_rank, 'score', l.leg_score)
-                         ORDER BY l.leg_rank)
-        INTO hits FROM medrag_code_text_leg(source, text_query, n) l;
-    WHEN 'trigram' THEN
-        SELECT jsonb_agg(jsonb_build_object('code', l.code, 'rank', l.leg_rank, 'score', l.leg_score)
-                         ORDER BY l.leg_rank)
-        INTO hits FROM medrag_code_trigram_leg(code_release, source, typed, kinds, n) l;
-    WHEN 'children' THEN
-        SELECT jsonb_agg(jsonb_build_object('code', l.code, 'rank', l.leg_rank, 'score', l.leg_score)
-                         ORDER BY l.leg_rank)
-        INTO hits FROM medrag_code_children_leg(code_release, codes, n) l;
-    END CASE;
+    ELSE
+        IF leg = 'vector' THEN
+            -- keep the HNSW scan going until enough code chunks pass the source filter (pgvector >= 0.8)
+            iterative := current_setting('hnsw.iterative_scan', true);
+            ef_search := current_setting('hnsw.ef_search', true);
+            PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true),
+                    set_config('hnsw.ef_search', '100', true);
+        END IF;
+        -- the other legs return (code, leg_rank, leg_score); EXECUTE plans the call with its values, as above
+        EXECUTE 'SELECT jsonb_agg(jsonb_build_object(''code'', l.code, ''rank'', l.leg_rank, ''score'', l.leg_score) '
+                'ORDER BY l.leg_rank) FROM '
+                || CASE leg WHEN 'exact' THEN 'medrag_code_exact_leg($6)'
+                            WHEN 'words' THEN 'medrag_code_words_leg($1, $2, $3, $4, $5)'
+                            WHEN 'fulltext' THEN 'medrag_code_text_leg($2, $7, $5)'
+                            WHEN 'trigram' THEN 'medrag_code_trigram_leg($1, $2, $8, $4, $5)'
+                            WHEN 'vector' THEN 'medrag_code_vector_leg($2, $9, $5)'
+                            WHEN 'children' THEN 'medrag_code_children_leg($1, $6, $5)' END
+                || ' l'
+        INTO hits USING code_release, source, patterns, kinds, n, codes, text_query, typed, query_embedding;
+        IF leg = 'vector' THEN
+            PERFORM set_config('hnsw.iterative_scan', coalesce(iterative, 'off'), true),
+                    set_config('hnsw.ef_search', coalesce(ef_search, '40'), true);
+        END IF;
+    END IF;
     RETURN lookup || jsonb_build_object('hits', coalesce(hits, '[]'),
                                         'ms', extract(epoch FROM clock_timestamp() - started) * 1000);
 END
@@ -549,6 +541,7 @@ DECLARE
     concepts jsonb;
     term_text text;
     wants_modifiers boolean;
+    kinds jsonb;  -- system -> the kinds of code it lists
     requested text[];
     searched text[];
     releases jsonb := '{}';  -- system -> {id, label, is_current}
@@ -629,6 +622,9 @@ BEGIN
     cls := medrag_classify_code_term(term, NULL);
     term_text := cls ->> 'text';
     wants_modifiers := (cls ->> 'wants_modifiers')::boolean;
+    -- the kinds of code each system lists: a HCPCS modifier only when the term asks for one
+    kinds := cfg -> 'kinds' || CASE WHEN wants_modifiers THEN jsonb_build_object('HCPCS', cfg -> 'modifier_kinds')
+                                    ELSE '{}' END;
     concepts := medrag_code_concepts(term_text, cls);
     priors := medrag_routing_priors(cls, (cfg ->> 'routing_prior_weight')::float8);
     -- every requested system is searched: the classifier's signal is a prior on the scores, never a filter
@@ -829,9 +825,7 @@ BEGIN
         -- run the round's lookups
         results := '[]';
         FOR lookup IN SELECT value FROM jsonb_array_elements(lookups) LOOP
-            lookup := lookup || jsonb_build_object('kinds', CASE WHEN lookup ->> 'system' = 'HCPCS' AND wants_modifiers
-                                                                 THEN cfg -> 'modifier_kinds'
-                                                                 ELSE cfg -> 'kinds' -> (lookup ->> 'system') END);
+            lookup := lookup || jsonb_build_object('kinds', kinds -> (lookup ->> 'system'));
             results := results || jsonb_build_array(medrag_code_lookup(lookup, (releases -> (lookup ->> 'system') ->> 'id')::int,
                                                                        index_release, query_embedding, cfg));
         END LOOP;
@@ -882,9 +876,7 @@ BEGIN
                 FROM unnest(codes) WITH ORDINALITY AS c(code, n)
                 LEFT JOIN medrag_code_detail d
                     ON d.release_id = (releases -> sys ->> 'id')::int AND d.code = c.code
-                   AND d.kind = ANY (ARRAY(SELECT jsonb_array_elements_text(
-                                         CASE WHEN sys = 'HCPCS' AND wants_modifiers THEN cfg -> 'modifier_kinds'
-                                              ELSE cfg -> 'kinds' -> sys END)))
+                   AND d.kind = ANY (ARRAY(SELECT jsonb_array_elements_text(kinds -> sys)))
                    AND (d.termination_date IS NULL OR d.termination_date >= current_date)
                    AND EXISTS (SELECT 1 FROM medrag_code_term t
                                WHERE t.release_id = d.release_id AND t.code = d.code AND t.n = 0));
@@ -1153,20 +1145,13 @@ BEGIN
         found := medrag_find_codes(query_text, systems, label, least(greatest(coalesce(k, 10), 1),
                                                                    (cfg ->> 'max_top')::int), query_embedding);
     END IF;
-    IF found IS NULL THEN
-        RETURN QUERY SELECT (h ->> 'rank')::int, (h ->> 'score')::float8, (h ->> 'chunk_id')::bigint,
-                            (h ->> 'document_id')::bigint, h ->> 'source', h ->> 'key', h ->> 'title',
-                            h ->> 'heading', h ->> 'text', h ->> 'release', h ->> 'url', h ->> 'matched'
-                     FROM jsonb_array_elements(hits) h ORDER BY (h ->> 'rank')::int;
-        RETURN;
-    END IF;
     RETURN QUERY
     WITH hit AS (
         SELECT h.value AS x, h.n FROM jsonb_array_elements(hits) WITH ORDINALITY AS h(value, n)
     ),
-    slot AS (
+    slot AS (  -- none when the finder was not asked: the search's own order
         SELECT x, n, row_number() OVER (ORDER BY n) AS j FROM hit
-        WHERE x ->> 'source' = ANY (code_sources)
+        WHERE found IS NOT NULL AND x ->> 'source' = ANY (code_sources)
           AND 'exact' <> ALL (string_to_array(coalesce(x ->> 'matched', ''), '+'))
     ),
     placed AS (SELECT x ->> 'source' AS source, x ->> 'key' AS key FROM hit WHERE n NOT IN (SELECT n FROM slot)),

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any, Protocol
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError
 
 from medrag.codes import plan
@@ -180,7 +180,7 @@ class CodeFinder:
                 log.warning("code search without vectors: %s", self._embedder_failed)
         return self._embedder
 
-    def _embedding(self, term: str) -> str | None:
+    def _embedding(self, conn: Connection, term: str) -> str | None:
         """The searched text's embedding in pgvector's text form, when code documents have vectors to compare."""
         if not self.can_embed:
             return None
@@ -188,8 +188,7 @@ class CodeFinder:
             self._has_embeddings = any(plan.has_code_embeddings(self.engine, system) for system in SYSTEMS)
         if not self._has_embeddings:
             return None
-        with self.engine.connect() as conn:
-            searched = conn.execute(_SEARCHED_TEXT, {"term": term}).scalar_one()
+        searched = conn.execute(_SEARCHED_TEXT, {"term": term}).scalar_one()
         embedder = self._get_embedder()
         if not searched or embedder is None:
             return None
@@ -210,9 +209,9 @@ class CodeFinder:
         self.releases()  # first: on a database never migrated, what is missing is its tables
         external = (self._executor.submit(search_clinical_tables, term, base_url=external_url)
                     if external_url else None)
-        embedding = self._embedding(term)
         try:
             with self.engine.connect() as conn:
+                embedding = self._embedding(conn, term)
                 found = conn.execute(_FIND, {"term": term, "systems": requested or None, "release": release,
                                              "top": top, "embedding": embedding}).scalar_one()
         except DBAPIError as error:
