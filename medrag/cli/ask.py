@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +25,11 @@ class LazyEmbedder:
 
     def __init__(self) -> None:
         self._embedder: Any = None
-        self._lock = threading.Lock()  # a server's threads may ask for it at once
 
     def _loaded(self) -> Any:
-        with self._lock:
-            if self._embedder is None:
-                self._embedder = query_embedder()
-            return self._embedder
+        if self._embedder is None:
+            self._embedder = query_embedder()
+        return self._embedder
 
     def embed(self, text: str) -> list[float]:
         """Embed text with the configured query embedder."""

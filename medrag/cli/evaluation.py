@@ -46,6 +46,7 @@ def eval_retrieval(questions_file: Path, ks: str, as_json: bool, text_only: bool
                    overrides: tuple[str, ...]) -> None:
     """hit@k, MRR, nDCG@k (graded), recall@k and latency p50/p95, overall, per category and per source."""
     from medrag.cli.retrieval import query_embedder
+
     cutoffs = parse_ks(ks)
     questions = load_questions(questions_file)
     settings = parse_overrides(overrides)
