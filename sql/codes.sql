@@ -542,7 +542,9 @@ $$;
 -- the entries sharing two or more lexemes are scored first, and those sharing one are read only when they are too
 -- few, so a common word's thousands are mostly never scored (false reads them all: the same rows). An entry outside
 -- the first tier then shares exactly one lexeme, and its core lexemes hold that one or none: both known without
--- counting. The orders are total, so the same entry speaks for a code every time.
+-- counting. Those whose core holds it rank first, and a GIN index on core_lexemes finds them, so the entries merely
+-- mentioning a common word (30,000 for "leg" or "operation") are read only when these are too few. The orders are
+-- total, so the same entry speaks for a code every time.
 --
 -- What a wording from a deep entry is measured on: its main term and its last subterm ("Screening > neoplasm > breast
 -- > routine mammogram": screening, mammogram), the levels between being the way there, which the last one implies. A
@@ -555,6 +557,9 @@ CREATE OR REPLACE FUNCTION medrag_code_index_leg(code_release integer, index_rel
 RETURNS TABLE (code text, leg_rank integer, leg_score double precision, evidence text, lexemes text[],
                core_lexemes text[], negated text[])
 LANGUAGE sql STABLE
+-- planned once per session: every plan reads the entries through the same two GIN indexes, and planning this
+-- statement for each call's values took longer than running it
+SET plan_cache_mode = force_generic_plan
 AS $$
     WITH term_query AS (
         SELECT array_agg(to_tsquery('simple', quote_literal(l.lexeme))) AS queries,
@@ -580,22 +585,36 @@ AS $$
         LIMIT 4 * n
     ),
     weak AS (
+        -- an entry sharing one lexeme ranks by the share of its core lexemes that lexeme is: the entries whose core
+        -- holds it (a GIN index on core_lexemes finds them) before all others, which are read only when those are
+        -- too few
+        SELECT e.index_name, e.entry_id, e.path, e.nemod, e.column_name, e.code, e.core_lexemes, e.search_vector,
+               1 AS shared, 1.0::float8 / greatest(cardinality(e.core_lexemes), 1) AS precision, e.index_title
+        FROM entry e, term_query t
+        -- a core lexeme is a word of the searched text too (sources/icd10cm/index.py): no full-text test needed
+        WHERE two_tiers AND e.core_lexemes && term_lexemes
+          AND (SELECT count(*) FROM strong) < 4 * n AND e.entry_id NOT IN (SELECT entry_id FROM strong)
+        ORDER BY precision DESC, cardinality(e.path), e.code, e.entry_id
+        LIMIT 4 * n
+    ),
+    weakest AS (
         SELECT e.index_name, e.entry_id, e.path, e.nemod, e.column_name, e.code, e.core_lexemes, e.search_vector,
                CASE WHEN t.pairs IS NULL
                     THEN (SELECT count(*) FROM unnest(t.queries) AS q(query) WHERE e.search_vector @@ q.query)::int
                     ELSE 1 END AS shared,
-               CASE WHEN t.pairs IS NULL THEN e.core_shared
-                    ELSE (e.core_lexemes && term_lexemes)::int::float8 END
+               CASE WHEN t.pairs IS NULL THEN e.core_shared ELSE 0.0 END
                    / greatest(cardinality(e.core_lexemes), 1) AS precision,
                e.index_title
         FROM entry e, term_query t
         WHERE e.search_vector @@ medrag_any_lexeme(term_lexemes)
-          AND (SELECT count(*) FROM strong) < 4 * n AND e.entry_id NOT IN (SELECT entry_id FROM strong)
+          AND NOT (two_tiers AND e.core_lexemes && term_lexemes)
+          AND (SELECT count(*) FROM strong) + (SELECT count(*) FROM weak) < 4 * n
+          AND e.entry_id NOT IN (SELECT entry_id FROM strong)
         ORDER BY shared DESC, precision DESC, cardinality(e.path), e.code, e.entry_id
         LIMIT 4 * n
     ),
     matched AS (
-        SELECT * FROM (SELECT * FROM strong UNION ALL SELECT * FROM weak) found
+        SELECT * FROM (SELECT * FROM strong UNION ALL SELECT * FROM weak UNION ALL SELECT * FROM weakest) found
         ORDER BY shared DESC, precision DESC, cardinality(path), code, entry_id
         LIMIT 4 * n
     ),

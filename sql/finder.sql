@@ -526,6 +526,37 @@ $$;
 -- its features], trace: [how they were found], timings}. systems: names as `medrag codes --system` takes them (all
 -- when NULL); release_label: a release other than the current one; query_embedding: the term's embedding (the
 -- vector leg and the semantic feature; without one the lexical legs answer alone).
+-- Whether a release has Index entries: one probe of the index on release_id. The statistics of a table holding one
+-- release's Index make a scan look as cheap as the probe, and the scan reads every entry for a release without one.
+CREATE OR REPLACE FUNCTION medrag_has_index(index_release integer)
+RETURNS boolean
+LANGUAGE sql STABLE
+SET enable_seqscan = off
+AS $$
+    SELECT EXISTS (SELECT 1 FROM icd10cm_index_entry e WHERE e.release_id = index_release LIMIT 1)
+$$;
+
+-- Whether a source's current documents have embeddings (the vector leg needs them): documents are probed one at a
+-- time until one has a vector, where a join would read every chunk of the source first.
+CREATE OR REPLACE FUNCTION medrag_has_embeddings(source_name text)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT EXISTS (SELECT 1 FROM document d
+                   WHERE d.source = source_name AND d.is_current
+                     AND (SELECT true FROM chunk c JOIN chunk_vector v ON v.chunk_id = c.id
+                          WHERE c.document_id = d.id LIMIT 1))
+$$;
+
+CREATE OR REPLACE FUNCTION medrag_add_elapsed(timings jsonb, stage text, since timestamptz)
+RETURNS jsonb
+LANGUAGE sql VOLATILE
+-- the finder's timings add up by stage across its rounds, so a profile says where a term's time went
+AS $$
+    SELECT timings || jsonb_build_object(stage, coalesce((timings ->> stage)::float8, 0)
+                                                + extract(epoch FROM clock_timestamp() - since) * 1000)
+$$;
+
 CREATE OR REPLACE FUNCTION medrag_find_codes(term text, systems text[] DEFAULT NULL, release_label text DEFAULT NULL,
                                              top integer DEFAULT 5, query_embedding vector DEFAULT NULL)
 RETURNS jsonb
@@ -562,6 +593,7 @@ DECLARE
     seq bigint := 0;
     round_no integer := 1;
     round_started timestamptz;
+    stage_started timestamptz;
     lookups jsonb;
     skipped text[];
     results jsonb;
@@ -666,14 +698,14 @@ BEGIN
     -- the release whose Index serves ICD-10-CM: the searched release's own, else the newest loaded with one
     IF releases ? 'ICD-10-CM' THEN
         SELECT r.id INTO index_release FROM release r
-        WHERE r.source = 'icd10cm' AND r.status IN ('loaded', 'partial')
-          AND EXISTS (SELECT 1 FROM icd10cm_index_entry e WHERE e.release_id = r.id)
+        WHERE r.source = 'icd10cm' AND r.status IN ('loaded', 'partial') AND medrag_has_index(r.id)
         ORDER BY r.id = (releases -> 'ICD-10-CM' ->> 'id')::int DESC,
                  coalesce(nullif(left(regexp_replace(r.label, '[^0-9]', '', 'g'), 4), '')::int, 0) DESC,
                  r.label COLLATE "C" DESC
         LIMIT 1;
     END IF;
 
+    timings := medrag_add_elapsed(timings, 'analysis', started);
     LOOP
         round_started := clock_timestamp();
         lookups := '[]';
@@ -687,9 +719,7 @@ BEGIN
             WHERE x.value ->> 0 = ANY (searched);
             IF term_text <> '' THEN
                 FOREACH sys IN ARRAY searched LOOP
-                    IF NOT EXISTS (SELECT 1 FROM document d JOIN chunk c ON c.document_id = d.id
-                                   JOIN chunk_vector v ON v.chunk_id = c.id
-                                   WHERE d.source = cfg -> 'sources' ->> sys AND d.is_current) THEN
+                    IF NOT medrag_has_embeddings(cfg -> 'sources' ->> sys) THEN
                         skipped := skipped || ('vector ' || sys || ' (its code documents have no embeddings)');
                     ELSIF query_embedding IS NOT NULL THEN
                         semantic_systems := semantic_systems || sys;
@@ -822,7 +852,9 @@ BEGIN
             trace := trace || format('round %s: term as %s', round_no, medrag_term_describe(concepts));
         END IF;
 
+        timings := medrag_add_elapsed(timings, 'analysis', round_started);
         -- run the round's lookups
+        stage_started := clock_timestamp();
         results := '[]';
         FOR lookup IN SELECT value FROM jsonb_array_elements(lookups) LOOP
             lookup := lookup || jsonb_build_object('kinds', kinds -> (lookup ->> 'system'));
@@ -830,6 +862,8 @@ BEGIN
                                                                        index_release, query_embedding, cfg));
         END LOOP;
 
+        timings := medrag_add_elapsed(timings, 'lookups', stage_started);
+        stage_started := clock_timestamp();
         -- the pool: each lookup's best hit per code; a code the headers' Index entry led to inherits that entry
         SELECT coalesce(jsonb_agg(h.hit ORDER BY h.seq), '[]') INTO new_hits
         FROM (SELECT jsonb_build_object('system', r.value ->> 'system', 'code', x.value ->> 'code',
@@ -897,6 +931,7 @@ BEGIN
                            WHERE d.source = cfg -> 'sources' ->> sys AND d.is_current AND d.key = ANY (codes)
                            GROUP BY d.key) s ON s.code = c.code);
         END LOOP;
+        timings := medrag_add_elapsed(timings, 'candidates', stage_started);
         timings := timings || jsonb_build_object('round_' || round_no,
                                                  extract(epoch FROM clock_timestamp() - round_started) * 1000);
         trace := trace || (format('round %s: ', round_no) || array_to_string(
@@ -921,6 +956,7 @@ BEGIN
             || ' [' || medrag_fixed((timings ->> ('round_' || round_no))::float8, 0) || ' ms]');
 
         -- 3. score every candidate, one statement per system
+        stage_started := clock_timestamp();
         FOREACH sys IN ARRAY all_systems LOOP
             item := medrag_code_scoring_input(best, details, sims, sys);
             CONTINUE WHEN item IS NULL;
@@ -935,6 +971,8 @@ BEGIN
         END LOOP;
 
         pool := medrag_code_pool(best, details, sims, scores, cfg);
+        timings := medrag_add_elapsed(timings, 'scoring', stage_started);
+        stage_started := clock_timestamp();
 
         -- 4. reflect: a weak system the classifier favours (or any, when nothing was found) is broadened, a header
         -- among the best codes narrowed
@@ -1015,6 +1053,7 @@ BEGIN
                 trace := trace || txt;
             END IF;
         END LOOP;
+        timings := medrag_add_elapsed(timings, 'reflect', stage_started);
         IF jsonb_array_length(expansions) = 0 AND misspelled = '{}' AND NOT dropped AND cardinality(headers) = 0 THEN
             trace := trace || CASE WHEN EXISTS (SELECT 1 FROM jsonb_array_elements(pool) p WHERE (p ->> 'score')::float8 > 0)
                                    THEN 'reflect: enough' ELSE 'reflect: nothing to broaden' END;

@@ -66,9 +66,11 @@ def test_the_index_leg_reads_entries_sharing_one_word_only_when_too_few_share_tw
             return [tuple(row) for row in conn.execute(statement, {
                 "release": release_id, "lexemes": lexemes, "limit": limit, "two_tiers": two_tiers})]
 
-        # 20 entries sharing two words are enough for 5 codes; 2,000 are not, so those sharing one are read too.
-        # Without pairs every entry sharing one word is read: the rows (codes, ranks, evidence) must be the same.
-        for limit in (5, 500):
+        # 20 entries sharing two words are enough for 5 codes. 800 are not (about 660 share two), so those sharing one
+        # are read too: first those whose core words hold it (about 2,000), and for 1,000 codes (4,000 entries) all
+        # the others as well. Without pairs every entry sharing one word is read: the rows (codes, ranks, evidence)
+        # must be the same.
+        for limit in (5, 200, 1000):
             two_tiers = lookup(True, limit)
             assert two_tiers and two_tiers == lookup(False, limit)
 
@@ -225,3 +227,22 @@ def test_icd10cm_releases_diff_compares_reported_codes(indexed_settings, monkeyp
     assert 0 < len(removed) < 100 and 0 < len(added) < 1000, (len(removed), len(added))
     assert "S30.1XXA" in removed  # contusion of abdominal wall, split by site in FY2026
     assert not any(code.startswith("T39.1X1") for code in removed | added)
+
+
+def test_the_finder_reports_where_its_time_went(finder) -> None:
+    """Each stage's time, summed over the rounds: together no more than the whole call (rounded to 0.01 ms each)."""
+    timings = finder.find("stone in the ureter").timings_ms
+    stages = ("analysis", "lookups", "candidates", "scoring", "reflect", "related")
+    assert all(timings[stage] >= 0 for stage in stages) and timings["lookups"] > 0 and timings["scoring"] > 0
+    assert sum(timings[stage] for stage in stages) <= timings["total"] + 0.01 * len(stages)
+
+
+def test_the_index_release_and_the_vector_leg_are_chosen_by_probing_one_row(indexed_engine) -> None:
+    """The FY2025 release holds the Index and FY2026 none; NCD chunks carry vectors and the code documents none."""
+    with indexed_engine.connect() as conn:
+        has_index = dict(conn.execute(text(
+            "SELECT label, medrag_has_index(id) FROM release WHERE source = 'icd10cm'")).all())
+        embedded = dict(conn.execute(text(
+            "SELECT s, medrag_has_embeddings(s) FROM unnest(ARRAY['ncd', 'icd10cm', 'hcpcs']) AS s")).all())
+    assert has_index["FY2025"] and not has_index["FY2026"]
+    assert embedded == {"ncd": True, "icd10cm": False, "hcpcs": False}
