@@ -271,17 +271,14 @@ END
 $$;
 
 -- The candidates of a finder's pool, as a jsonb array: each code some lookup found and the release has (details not
--- null), with its best hit of each leg, how it scored and its confidence and tier. ord is the order codes joined the
+-- null), the legs that found it, how it scored and its confidence and tier. ord is the order codes joined the
 -- pool (round, system, first found), which breaks ties among equal scores the same way every time.
-CREATE OR REPLACE FUNCTION medrag_code_pool(best jsonb, details jsonb, similarities jsonb, scores jsonb,
-                                            settings jsonb)
+CREATE OR REPLACE FUNCTION medrag_code_pool(best jsonb, details jsonb, scores jsonb, settings jsonb)
 RETURNS jsonb
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     WITH by_code AS (
         SELECT h.value ->> 'system' AS system, h.value ->> 'code' AS code,
-               jsonb_agg(jsonb_build_array(h.value ->> 'leg', (h.value ->> 'rank')::int)
-                         ORDER BY h.value ->> 'leg' COLLATE "C") AS hits,
                string_agg(h.value ->> 'leg', '+' ORDER BY h.value ->> 'leg' COLLATE "C") AS legs,
                bool_or(h.value ->> 'leg' = 'exact') AS exact,
                (array_agg(h.value) FILTER (WHERE h.value ->> 'leg' = 'index'))[1] AS index_hit
@@ -289,13 +286,15 @@ AS $$
         GROUP BY 1, 2
     ),
     candidate AS (
-        SELECT b.*, details -> (b.system || '|' || b.code) AS detail, scores -> (b.system || '|' || b.code) AS features,
-               similarities -> (b.system || '|' || b.code) AS similarity
+        SELECT b.*, details -> (b.system || '|' || b.code) AS detail, scores -> (b.system || '|' || b.code) AS features
         FROM by_code b
     ),
     scored AS (
-        SELECT c.system, c.code, (c.detail ->> 'ord')::float8 AS ord, c.exact, c.hits, c.legs, c.index_hit, c.detail,
-               (c.similarity #>> '{}')::float8 AS similarity, c.similarity IS NOT NULL AS similarity_read,
+        -- what the rounds and the choice read of a candidate: of its Index entry, the evidence and its words
+        SELECT c.system, c.code, (c.detail ->> 'ord')::float8 AS ord, c.exact, c.legs, c.detail,
+               CASE WHEN c.index_hit IS NOT NULL
+                    THEN jsonb_build_object('evidence', c.index_hit -> 'evidence', 'lexemes', c.index_hit -> 'lexemes')
+               END AS index_hit,
                coalesce((c.features ->> 'score')::float8, 0) AS score,
                coalesce((c.features ->> 'behind')::float8, 0) AS behind,
                coalesce((c.features ->> 'lexical')::float8, 0) AS lexical,
@@ -970,7 +969,7 @@ BEGIN
                                                          sys = ANY (semantic_systems), cfg -> 'origin_weights')) s);
         END LOOP;
 
-        pool := medrag_code_pool(best, details, sims, scores, cfg);
+        pool := medrag_code_pool(best, details, scores, cfg);
         timings := medrag_add_elapsed(timings, 'scoring', stage_started);
         stage_started := clock_timestamp();
 
@@ -1077,13 +1076,19 @@ BEGIN
     CROSS JOIN LATERAL (SELECT r AS value FROM medrag_code_ranked(pool, cfg, s.system) r
                         LIMIT top) c;
     -- what the chosen codes show: description, parent, 7th-character forms
-    SELECT coalesce(jsonb_agg(c.value || jsonb_build_object('detail', c.value -> 'detail' || (to_jsonb(d) - 'code' - 'lexemes'))
+    SELECT coalesce(jsonb_agg(c.value || jsonb_build_object('detail', c.value -> 'detail'
+                                                                      || (to_jsonb(d) - 'system' - 'code' - 'lexemes'))
                               ORDER BY c.n), '[]')
     INTO chosen
     FROM jsonb_array_elements(chosen) WITH ORDINALITY AS c(value, n)
-    LEFT JOIN LATERAL medrag_code_details((releases -> (c.value ->> 'system') ->> 'id')::int, ARRAY[c.value ->> 'code'],
-                                          ARRAY(SELECT jsonb_array_elements_text(cfg -> 'all_kinds' -> (c.value ->> 'system')))) d
-        ON true;
+    LEFT JOIN (SELECT s.system, x.*
+               FROM unnest(searched) AS s(system)
+               -- one read per system: a call per code cost a third of a millisecond each
+               CROSS JOIN LATERAL medrag_code_details(
+                   (releases -> s.system ->> 'id')::int,
+                   ARRAY(SELECT ch ->> 'code' FROM jsonb_array_elements(chosen) ch WHERE ch ->> 'system' = s.system),
+                   ARRAY(SELECT jsonb_array_elements_text(cfg -> 'all_kinds' -> s.system))) x) d
+        ON d.system = c.value ->> 'system' AND d.code = c.value ->> 'code';
     SELECT jsonb_build_object(
         'systems', to_jsonb(searched), 'encounter', cls -> 'encounter', 'classification', cls,
         'results', coalesce(jsonb_agg(jsonb_build_object(

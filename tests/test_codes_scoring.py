@@ -169,8 +169,8 @@ def test_tiers_follow_the_calibrated_confidence_and_a_listed_code_hides_its_head
     scores = {f"ICD-10-CM|{code}": {"score": score, "behind": 0.0} for code, score in
               (("E11", 0.9), ("E11.9", 0.81), ("E10.9", 0.29))}
     with indexed_engine.connect() as conn:
-        pool = conn.execute(text(f"SELECT medrag_code_pool(CAST(:b AS jsonb), CAST(:d AS jsonb), '{{}}', "
-                                 f"CAST(:s AS jsonb), {settings_sql})"),
+        pool = conn.execute(text(f"SELECT medrag_code_pool(CAST(:b AS jsonb), CAST(:d AS jsonb), CAST(:s AS jsonb), "
+                                 f"{settings_sql})"),
                             {"b": json.dumps(hits), "d": json.dumps(details), "s": json.dumps(scores)}).scalar_one()
         ranked = conn.execute(text(f"SELECT r ->> 'code' FROM medrag_code_ranked(CAST(:p AS jsonb), {settings_sql}, "
                                    "'ICD-10-CM') r"), {"p": json.dumps(pool)}).scalars().all()
