@@ -1,15 +1,10 @@
-"""Two lookups of the code finder through indexes of their own: Index entries by their core words, vectors by source.
+"""The Index leg finds the entries whose core words hold a term's word through an index of its own.
 
 An entry sharing a single word with the term ranks by the share of its core words (main term and subterms,
 modifiers left out) that word is, so the entries whose core holds it come first. Reading them through the full-text
 index meant reading every entry that merely mentions the word: 30,000 of the FY2025 Index's 118,000 coded entries for
 a term with "leg" or "operation", 40-65 ms of a code search. A GIN index on core_lexemes finds the thousand or so
 whose core holds it in a millisecond or two (medrag_code_index_leg, sql/codes.sql).
-
-Whether a code system's documents have vectors decides whether the finder runs its vector leg. Probing the current
-documents one by one answers at the first that has one; where none has (a deployment without code embeddings, the
-tests' corpus) it read every document, 160 ms for ICD-10-CM. A btree on chunk_vector(source) says at once that a
-source has no vectors at all (medrag_has_embeddings, sql/finder.sql).
 
 Revision ID: 0026
 Revises: 0025
@@ -26,10 +21,8 @@ depends_on = None
 def upgrade() -> None:
     op.execute("CREATE INDEX IF NOT EXISTS icd10cm_index_entry_core ON icd10cm_index_entry USING gin (core_lexemes) "
                "WHERE code IS NOT NULL")
-    op.execute("CREATE INDEX IF NOT EXISTS chunk_vector_source ON chunk_vector (source)")
     op.execute("ANALYZE icd10cm_index_entry")
 
 
 def downgrade() -> None:
-    op.execute("DROP INDEX IF EXISTS chunk_vector_source")
     op.execute("DROP INDEX IF EXISTS icd10cm_index_entry_core")
