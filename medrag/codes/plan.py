@@ -48,10 +48,8 @@ def load_releases(conn: Connection) -> dict[str, list[CodeRelease]]:
     return releases
 
 
-_HAS_EMBEDDINGS = text(
-    "SELECT EXISTS (SELECT 1 FROM document d JOIN chunk c ON c.document_id = d.id "
-    "JOIN chunk_vector v ON v.chunk_id = c.id WHERE d.source = :source AND d.is_current)"
-)
+# the rule the SQL finder applies too (sql/finder.sql)
+_HAS_EMBEDDINGS = text("SELECT medrag_has_embeddings(:source)")
 
 
 def has_code_embeddings(engine: Engine, system: str) -> bool:

@@ -19,10 +19,10 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.execute("CREATE INDEX IF NOT EXISTS icd10cm_index_entry_core ON icd10cm_index_entry USING gin (core_lexemes) "
+    op.execute("CREATE INDEX icd10cm_index_entry_core ON icd10cm_index_entry USING gin (core_lexemes) "
                "WHERE code IS NOT NULL")
     op.execute("ANALYZE icd10cm_index_entry")
 
 
 def downgrade() -> None:
-    op.execute("DROP INDEX IF EXISTS icd10cm_index_entry_core")
+    op.execute("DROP INDEX icd10cm_index_entry_core")
