@@ -483,6 +483,22 @@ def test_each_leg_is_its_own_function_and_inlined(indexed_engine) -> None:
     assert exact > 0 and texts > 0
 
 
+def test_the_search_statement_calls_no_leg_at_run_time(indexed_engine, embedder) -> None:
+    """Inlined as medrag_search_documents calls them: with function tracking on, no leg and no per-row fit function
+    is ever called (a sub-select as a leg's argument, or in medrag_code_fit, would run them once per search or row)."""
+    query = "home oxygen concentrator for low oxygen"
+    with indexed_engine.connect() as conn:
+        conn.execute(text("SET LOCAL track_functions = 'all'"))
+        hits = conn.execute(text("SELECT key, matched FROM medrag_search_documents(CAST(:e AS vector), :q, 10)"),
+                            {"e": vector_literal(embedder.embed(query)), "q": query}).all()
+        called = dict(conn.execute(text("SELECT funcname, calls FROM pg_stat_xact_user_functions")).all())
+    assert any("fit" in hit.matched for hit in hits)  # the fit leg ran
+    assert called.get("medrag_search_documents") == 1  # calls are counted
+    legs = {"medrag_vector_leg", "medrag_text_leg", "medrag_trigram_leg", "medrag_exact_leg", "medrag_fit_leg",
+            "medrag_code_fit", "medrag_nearest_in", "medrag_document_matches", "medrag_document_group"}
+    assert not legs & called.keys(), called
+
+
 def code_slots(result) -> list[int]:
     return [i for i, hit in enumerate(result.hits) if hit.source in ("hcpcs", "icd10cm")]
 
