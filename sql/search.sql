@@ -323,16 +323,17 @@ RETURNS double precision
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     -- a wording's lexemes the query holds: those ts_delete removes (the lexemes are distinct, from a tsvector), counted
-    -- without a sub-select, so the function is inlined into the fit leg rather than run once per row
+    -- without a sub-select, so the function is inlined into the fit leg rather than run once per row; a query without
+    -- lexemes (NULL) holds none
     SELECT greatest(
         (cardinality(wording.title_lexemes) - length(ts_delete(array_to_tsvector(wording.title_lexemes),
-                                                               query_lexemes)))::float
+                                                               coalesce(query_lexemes, '{}'))))::float
             / nullif(cardinality(wording.title_lexemes) + wording.says_other::int, 0),
         -- an HCPCS short description is the long one cut to 28 characters and may say less than
         -- the code is ("Blood glucose test strips": for dialysis): 3/4 of a description's fit. Dev MRR
         -- 0.821 -> 0.830 (0.7 to 0.8 the same), holdout unchanged
         0.75 * (cardinality(wording.short_lexemes) - length(ts_delete(array_to_tsvector(wording.short_lexemes),
-                                                                      query_lexemes)))::float
+                                                                      coalesce(query_lexemes, '{}'))))::float
             / nullif(cardinality(wording.short_lexemes), 0))
     * CASE WHEN wording.is_header THEN 0.6 WHEN wording.is_measure THEN 0.4 ELSE 1 END
     -- the code that says what the query says is not known or absent; else a default wins a tie

@@ -156,12 +156,13 @@ def test_lay_terms_rank_the_code_whose_wording_they_explain(indexed_engine, embe
     fit = text("SELECT medrag_code_fit(w, d.title, CAST(:lexemes AS text[]), :cue) FROM medrag_code_wording w "
                "JOIN document d ON d.id = w.document_id WHERE d.is_current AND d.key = :key")
     with indexed_engine.connect() as conn:
-        def fit_of(key: str, lexemes: list[str], cue: str | None = None) -> float:
+        def fit_of(key: str, lexemes: list[str] | None, cue: str | None = None) -> float:
             return conn.execute(fit, {"key": key, "lexemes": lexemes, "cue": cue}).scalar_one()
 
         assert fit_of("E03.9", ["hypothyroid"]) == pytest.approx(1.05)  # all its words, and a default
         assert fit_of("E03.9", ["hypothyroid"], "unspecified") == pytest.approx(1.3)  # the query said "unspecified"
         assert fit_of("J18.8", ["pneumonia"]) == pytest.approx(0.55)  # "other" is a word the query did not say
+        assert fit_of("E03.9", None) == pytest.approx(0.05)  # a query without lexemes: none of its words, a default
         # a short description is cut from the long one and may say less than the code is: 3/4 of its share
         assert fit_of("E1390", ["oxygen", "concentr"]) == pytest.approx(0.75)
     # where the search's own ranking puts code documents (medrag_search then lets the code finder fill those slots)
