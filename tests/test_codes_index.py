@@ -244,5 +244,8 @@ def test_the_index_release_and_the_vector_leg_are_chosen_by_probing_one_row(inde
             "SELECT label, medrag_has_index(id) FROM release WHERE source = 'icd10cm'")).all())
         embedded = dict(conn.execute(text(
             "SELECT s, medrag_has_embeddings(s) FROM unnest(ARRAY['ncd', 'icd10cm', 'hcpcs']) AS s")).all())
+        # the exact join the probe falls back on when its first documents have no vector
+        anywhere = dict(conn.execute(text(
+            "SELECT s, medrag_has_embeddings_anywhere(s) FROM unnest(ARRAY['ncd', 'icd10cm', 'hcpcs']) AS s")).all())
     assert has_index["FY2025"] and not has_index["FY2026"]
-    assert embedded == {"ncd": True, "icd10cm": False, "hcpcs": False}
+    assert embedded == anywhere == {"ncd": True, "icd10cm": False, "hcpcs": False}
