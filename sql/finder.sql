@@ -216,8 +216,9 @@ $$;
 
 -- One lookup (a leg of codes.sql) as the finder runs it: {leg, system, codes?, hits: [{code, rank, score, and for the
 -- Index its entry}], ms}. EXECUTE plans each leg's statement with its values: the leg is inlined and its indexes
--- chosen for the term at hand (a generic plan cost the vector leg 20 ms a question). The Index leg plans itself once
--- per session (medrag_code_index_leg), and this function's own statements read only its arguments.
+-- chosen for the term at hand (a generic plan cost the vector leg 20 ms a question). The Index and trigram legs plan
+-- themselves once per session (medrag_code_index_leg, medrag_code_trigram_leg), and this function's own statements
+-- read only its arguments.
 CREATE OR REPLACE FUNCTION medrag_code_lookup(lookup jsonb, code_release integer, index_release integer,
                                               query_embedding vector, settings jsonb)
 RETURNS jsonb
@@ -246,6 +247,10 @@ BEGIN
                                             'core', to_jsonb(l.core_lexemes), 'negated', to_jsonb(l.negated))
                          ORDER BY l.leg_rank)
         INTO hits FROM medrag_code_index_leg(code_release, index_release, lexemes, n) l;
+    ELSIF leg = 'trigram' THEN
+        SELECT jsonb_agg(jsonb_build_object('code', l.code, 'rank', l.leg_rank, 'score', l.leg_score)
+                         ORDER BY l.leg_rank)
+        INTO hits FROM medrag_code_trigram_leg(code_release, source, typed, kinds, n) l;
     ELSE
         IF leg = 'vector' THEN
             -- keep the HNSW scan going until enough code chunks pass the source filter (pgvector >= 0.8)
@@ -260,7 +265,6 @@ BEGIN
                 || CASE leg WHEN 'exact' THEN 'medrag_code_exact_leg($6)'
                             WHEN 'words' THEN 'medrag_code_words_leg($1, $2, $3, $4, $5)'
                             WHEN 'fulltext' THEN 'medrag_code_text_leg($2, $7, $5)'
-                            WHEN 'trigram' THEN 'medrag_code_trigram_leg($1, $2, $8, $4, $5)'
                             WHEN 'vector' THEN 'medrag_code_vector_leg($2, $9, $5)'
                             WHEN 'children' THEN 'medrag_code_children_leg($1, $6, $5)' END
                 || ' l'
