@@ -1,0 +1,172 @@
+"""The code finder's SQL before and after a change, timed in pairs: the difference per call with its 95% interval.
+
+Run from the repository root against a loaded database (DATABASE_URL, or the embedded one of MEDRAG_HOME):
+`.venv/bin/python benchmarks/paired.py --before REV [--terms eval/codes_dev.jsonl,...] [--top 5] [--passes 3]`.
+Prints a table and writes benchmarks/results/paired.json.
+
+On a shared machine the same code's p95 moves by more between runs minutes apart than a change of a few
+milliseconds does, so two benchmark runs cannot tell such a change apart. Here both versions run side by side on the
+same database: every function in sql/*.sql whose definition differs between REV and the working tree, and
+medrag_find_codes itself, is installed into two scratch schemas (the REV definitions and the working tree's). Two
+sessions, one per schema first on its search_path, run each term in random order, so slow spells of the machine
+fall on both. The public functions are not touched; the schemas are dropped at the end. Only function bodies are
+compared: a change of tables, indexes or generated.sql needs the two codes benchmarked on their own databases.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SQL_DIR = REPO_ROOT / "sql"
+RESULTS = REPO_ROOT / "benchmarks" / "results" / "paired.json"
+ENTRY = "medrag_find_codes"
+SCHEMAS = {"before": "medrag_paired_before", "after": "medrag_paired_after"}
+_FUNCTION = re.compile(r"^CREATE OR REPLACE FUNCTION (\w+)\(.*?^\$\$;$", re.S | re.M)
+
+
+def functions(script: str) -> dict[str, str]:
+    """Each function definition of a SQL script by name (a name defined twice keeps its last definition)."""
+    return {match.group(1): match.group(0) for match in _FUNCTION.finditer(script)}
+
+
+def definitions(revision: str | None) -> dict[str, str]:
+    """The function definitions of sql/*.sql at a git revision, or in the working tree when revision is None."""
+    found: dict[str, str] = {}
+    for path in sorted(SQL_DIR.glob("*.sql")):
+        if revision is None:
+            script = path.read_text()
+        else:
+            shown = subprocess.run(["git", "show", f"{revision}:{path.relative_to(REPO_ROOT)}"], cwd=REPO_ROOT,
+                                   capture_output=True, text=True)
+            script = shown.stdout if shown.returncode == 0 else ""
+        found.update(functions(script))
+    return found
+
+
+def install(conn: Any, schema: str, chosen: dict[str, str]) -> None:
+    """Create the schema afresh with the chosen definitions, each qualified by it."""
+    conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    conn.execute(f"CREATE SCHEMA {schema}")
+    for name, body in chosen.items():
+        conn.execute(body.replace(f"CREATE OR REPLACE FUNCTION {name}(", f"CREATE FUNCTION {schema}.{name}(", 1))
+
+
+def read_terms(paths: list[Path]) -> list[str]:
+    """The terms (code sets) or questions (retrieval sets) of JSONL eval files, in file order."""
+    terms = []
+    for path in paths:
+        for line in path.read_text().splitlines():
+            if line.strip():
+                item = json.loads(line)
+                terms.append(item.get("term") or item["question"])
+    return terms
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    """Mean, p50 and p95 in milliseconds, rounded for the report."""
+    return {"mean": round(float(np.mean(values)), 2), "p50": round(float(np.percentile(values, 50)), 2),
+            "p95": round(float(np.percentile(values, 95)), 2)}
+
+
+def main() -> None:
+    """Install both versions, time every term on both in random order, report the paired difference."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", required=True, help="git revision whose sql/*.sql functions are the 'before'")
+    parser.add_argument("--terms", default="eval/codes_dev.jsonl", help="comma-separated JSONL eval files")
+    parser.add_argument("--top", type=int, default=5)
+    parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    from medrag.cli.retrieval import query_embedder
+    from medrag.core.db import database_url, libpq_url
+
+    old, new = definitions(args.before), definitions(None)
+    changed = sorted({name for name in {*old, *new} if old.get(name) != new.get(name)})
+    if not changed:
+        raise SystemExit(f"error: no function in sql/*.sql differs between {args.before} and the working tree")
+    # a function one side lacks is installed on the other side only (a helper added or removed by the change)
+    chosen = {side: {name: source[name] for name in {*changed, ENTRY} if name in source}
+              for side, source in (("before", old), ("after", new))}
+    terms = read_terms([REPO_ROOT / path for path in args.terms.split(",")])
+    url = libpq_url(database_url())
+    with psycopg.connect(url, autocommit=True) as admin:
+        embedded = admin.execute(
+            "SELECT medrag_has_embeddings('icd10cm') OR medrag_has_embeddings('hcpcs')").fetchone()[0]
+        embedder = query_embedder() if embedded else None
+        embeddings = {term: (np.array(embedder.embed(term), dtype=np.float32) if embedder else None) for term in terms}
+        sessions: dict[str, Any] = {}
+        try:
+            for side, schema in SCHEMAS.items():
+                install(admin, schema, chosen[side])
+                sessions[side] = psycopg.connect(url, autocommit=True)
+                register_vector(sessions[side])
+                sessions[side].execute(f"SET search_path = {schema}, public")
+
+            def timed(side: str, term: str) -> float:
+                started = time.perf_counter()
+                sessions[side].execute(f"SELECT {SCHEMAS[side]}.{ENTRY}(%s, NULL, NULL, %s, %s) IS NULL",
+                                       (term, args.top, embeddings[term])).fetchone()
+                return (time.perf_counter() - started) * 1000
+
+            for term in terms:  # one untimed pass: each session plans and caches what it will reuse
+                timed("before", term)
+                timed("after", term)
+            times: dict[str, list[float]] = {"before": [], "after": []}
+            order = random.Random(args.seed)
+            total = args.passes * len(terms)
+            for number in range(args.passes):
+                for term in terms:
+                    sides = ["before", "after"]
+                    order.shuffle(sides)
+                    for side in sides:
+                        times[side].append(timed(side, term))
+                print(f"pass {number + 1}/{args.passes}: {len(times['after'])}/{total} pairs", flush=True)
+        finally:
+            for session in sessions.values():
+                session.close()
+            for schema in SCHEMAS.values():
+                admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+    difference = np.array(times["before"]) - np.array(times["after"])
+    half_width = 1.96 * difference.std(ddof=1) / np.sqrt(len(difference))
+    report = {
+        "before": args.before, "changed_functions": changed, "terms": args.terms, "top": args.top,
+        "passes": args.passes, "pairs": len(difference), "vectors": bool(embedded),
+        "before_ms": summary(times["before"]), "after_ms": summary(times["after"]),
+        "saved_ms": {"mean": round(float(difference.mean()), 2), "median": round(float(np.median(difference)), 2),
+                     "ci95": [round(float(difference.mean() - half_width), 2),
+                              round(float(difference.mean() + half_width), 2)]},
+        "machine": {"cpus": os.cpu_count(), "load_average_1m": round(os.getloadavg()[0], 2)},
+    }
+    print(f"changed: {', '.join(changed)}")
+    print(f"{'':<8} {'mean ms':>8} {'p50 ms':>8} {'p95 ms':>8}")
+    for side in ("before", "after"):
+        row = report[f"{side}_ms"]
+        print(f"{side:<8} {row['mean']:>8.1f} {row['p50']:>8.1f} {row['p95']:>8.1f}")
+    saved = report["saved_ms"]
+    low, high = saved["ci95"]
+    print(f"saved per call: mean {saved['mean']:.2f} ms (95% interval {low:.2f} .. {high:.2f}), "
+          f"median {saved['median']:.2f} ms, {len(difference)} pairs")
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {RESULTS.relative_to(REPO_ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
