@@ -265,10 +265,10 @@ BEGIN
                 || CASE leg WHEN 'exact' THEN 'medrag_code_exact_leg($6)'
                             WHEN 'words' THEN 'medrag_code_words_leg($1, $2, $3, $4, $5)'
                             WHEN 'fulltext' THEN 'medrag_code_text_leg($2, $7, $5)'
-                            WHEN 'vector' THEN 'medrag_code_vector_leg($2, $9, $5)'
+                            WHEN 'vector' THEN 'medrag_code_vector_leg($2, $8, $5)'
                             WHEN 'children' THEN 'medrag_code_children_leg($1, $6, $5)' END
                 || ' l'
-        INTO hits USING code_release, source, patterns, kinds, n, codes, text_query, typed, query_embedding;
+        INTO hits USING code_release, source, patterns, kinds, n, codes, text_query, query_embedding;
         IF leg = 'vector' THEN
             PERFORM set_config('hnsw.iterative_scan', coalesce(iterative, 'off'), true),
                     set_config('hnsw.ef_search', coalesce(ef_search, '40'), true);
