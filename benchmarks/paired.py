@@ -1,16 +1,18 @@
-"""The code finder's SQL before and after a change, timed in pairs: the difference per call with its 95% interval.
+"""The code finder's or the search statement's SQL before and after a change, timed in pairs: the difference per
+call with its 95% interval.
 
 Run from the repository root against a loaded database (DATABASE_URL, or the embedded one of MEDRAG_HOME):
-`.venv/bin/python benchmarks/paired.py --before REV [--terms eval/codes_dev.jsonl,...] [--top 5] [--passes 3]`.
-Prints a table and writes benchmarks/results/paired.json.
+`.venv/bin/python benchmarks/paired.py --before REV [--entry codes|search] [--terms eval/codes_dev.jsonl,...]
+[--top 5] [--passes 3]`. Prints a table and writes benchmarks/results/paired.json.
 
-On a shared machine the same code's p95 moves by more between runs minutes apart than a change of a few
-milliseconds does, so two benchmark runs cannot tell such a change apart. Here both versions run side by side on the
-same database: every function in sql/*.sql whose definition differs between REV and the working tree, and
-medrag_find_codes itself, is installed into two scratch schemas (the REV definitions and the working tree's). Two
-sessions, one per schema first on its search_path, run each term in random order, so slow spells of the machine
-fall on both. The public functions are not touched; the schemas are dropped at the end. Only function bodies are
-compared: a change of tables, indexes or generated.sql needs the two codes benchmarked on their own databases.
+On a shared machine the same code's p95 moves by more between runs minutes apart than a change of a few milliseconds
+does, so two benchmark runs cannot tell such a change apart. Here both versions run side by side on the same
+database: every function in sql/*.sql whose definition differs between REV and the working tree, and the entry
+itself (medrag_find_codes, or medrag_search_documents with --entry search), is installed into two scratch schemas
+(the REV definitions and the working tree's). Two sessions, one per schema first on its search_path, run each term
+in random order, so slow spells of the machine fall on both. The public functions are not touched; the schemas are
+dropped at the end. Only function bodies are compared: a change of tables, indexes or generated.sql needs the two
+codes benchmarked on their own databases.
 """
 
 from __future__ import annotations
@@ -30,7 +32,10 @@ import numpy as np
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SQL_DIR = REPO_ROOT / "sql"
 RESULTS = REPO_ROOT / "benchmarks" / "results" / "paired.json"
-ENTRY = "medrag_find_codes"
+# what each entry runs: the function timed, and its call (term, top, embedding)
+ENTRIES = {"codes": ("medrag_find_codes", "{schema}.medrag_find_codes(%(term)s, NULL, NULL, %(top)s, %(embedding)s)"),
+           "search": ("medrag_search_documents",
+                      "count(*) FROM {schema}.medrag_search_documents(%(embedding)s, %(term)s, %(top)s, '{{}}')")}
 SCHEMAS = {"before": "medrag_paired_before", "after": "medrag_paired_after"}
 _FUNCTION = re.compile(r"^CREATE OR REPLACE FUNCTION (\w+)\(.*?^\$\$;$", re.S | re.M)
 
@@ -83,6 +88,8 @@ def main() -> None:
     """Install both versions, time every term on both in random order, report the paired difference."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", required=True, help="git revision whose sql/*.sql functions are the 'before'")
+    parser.add_argument("--entry", choices=sorted(ENTRIES), default="codes",
+                        help="codes: medrag_find_codes; search: the search statement (medrag_search_documents)")
     parser.add_argument("--terms", default="eval/codes_dev.jsonl", help="comma-separated JSONL eval files")
     parser.add_argument("--top", type=int, default=5)
     parser.add_argument("--passes", type=int, default=3)
@@ -96,18 +103,21 @@ def main() -> None:
     from medrag.cli.retrieval import query_embedder
     from medrag.core.db import database_url, libpq_url
 
+    entry, call = ENTRIES[args.entry]
     old, new = definitions(args.before), definitions(None)
     changed = sorted({name for name in {*old, *new} if old.get(name) != new.get(name)})
     if not changed:
         raise SystemExit(f"error: no function in sql/*.sql differs between {args.before} and the working tree")
     # a function one side lacks is installed on the other side only (a helper added or removed by the change)
-    chosen = {side: {name: source[name] for name in {*changed, ENTRY} if name in source}
+    chosen = {side: {name: source[name] for name in {*changed, entry} if name in source}
               for side, source in (("before", old), ("after", new))}
     terms = read_terms([REPO_ROOT / path for path in args.terms.split(",")])
     url = libpq_url(database_url())
     with psycopg.connect(url, autocommit=True) as admin:
-        embedded = admin.execute(
-            "SELECT medrag_has_embeddings('icd10cm') OR medrag_has_embeddings('hcpcs')").fetchone()[0]
+        # the search reads every source's vectors, the finder the code sets'
+        probe = ("SELECT EXISTS (SELECT FROM chunk_vector)" if args.entry == "search" else
+                 "SELECT medrag_has_embeddings('icd10cm') OR medrag_has_embeddings('hcpcs')")
+        embedded = admin.execute(probe).fetchone()[0]
         embedder = query_embedder() if embedded else None
         embeddings = {term: (np.array(embedder.embed(term), dtype=np.float32) if embedder else None) for term in terms}
         sessions: dict[str, Any] = {}
@@ -120,8 +130,8 @@ def main() -> None:
 
             def timed(side: str, term: str) -> float:
                 started = time.perf_counter()
-                sessions[side].execute(f"SELECT {SCHEMAS[side]}.{ENTRY}(%s, NULL, NULL, %s, %s) IS NULL",
-                                       (term, args.top, embeddings[term])).fetchone()
+                sessions[side].execute(f"SELECT {call.format(schema=SCHEMAS[side])}",
+                                       {"term": term, "top": args.top, "embedding": embeddings[term]}).fetchall()
                 return (time.perf_counter() - started) * 1000
 
             for term in terms:  # one untimed pass: each session plans and caches what it will reuse
@@ -146,7 +156,7 @@ def main() -> None:
     difference = np.array(times["before"]) - np.array(times["after"])
     half_width = 1.96 * difference.std(ddof=1) / np.sqrt(len(difference))
     report = {
-        "before": args.before, "changed_functions": changed, "terms": args.terms, "top": args.top,
+        "before": args.before, "entry": entry, "changed_functions": changed, "terms": args.terms, "top": args.top,
         "passes": args.passes, "pairs": len(difference), "vectors": bool(embedded),
         "before_ms": summary(times["before"]), "after_ms": summary(times["after"]),
         "saved_ms": {"mean": round(float(difference.mean()), 2), "median": round(float(np.median(difference)), 2),
