@@ -44,7 +44,9 @@ def live_commands(command: click.Command = main, path: tuple[str, ...] = ("medra
     """(command path, command) for medrag and every command and subcommand below it, as the CLI has them now."""
     yield " ".join(path), command
     if isinstance(command, click.Group):
-        for name, sub in sorted(command.commands.items()):
+        context = click.Context(command)  # list_commands / get_command: the top group loads its commands lazily
+        for name in sorted(command.list_commands(context)):
+            sub = command.get_command(context, name)
             if not sub.hidden:
                 yield from live_commands(sub, (*path, name))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
@@ -10,9 +11,39 @@ from medrag.core.errors import MedragError, schema_missing_message, unreachable_
 
 USAGE_ERROR = 2
 
+# Each command and the modules of medrag/cli that define it, imported only when it runs: `medrag codes` at a shell
+# then loads what it needs, not the migrations, Prefect's client or the answer pipeline (half of a cold call's
+# second). The eval group gathers subcommands from three modules. tests/test_cli_imports.py checks this against
+# each module's COMMANDS.
+COMMAND_MODULES: dict[str, tuple[str, ...]] = {
+    "db": ("db",), "sql": ("db",),
+    "fetch": ("ingest",), "load": ("ingest",), "ingest": ("ingest",), "releases": ("ingest",),
+    "mirror": ("mirror",),
+    "search": ("retrieval",), "embed": ("retrieval",),
+    "refresh": ("flows",), "flows": ("flows",),
+    "eval": ("evaluation", "ask", "codes"),
+    "ask": ("ask",), "log": ("ask",),
+    "codes": ("codes",),
+    "serve": ("serve",),
+}
+
 
 class MedragGroup(click.Group):
-    """A click group that turns expected failures into a one-line message instead of a traceback."""
+    """A click group that loads each command's module when the command is asked for, and turns expected failures
+    into a one-line message instead of a traceback."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command's name, without importing any of them."""
+        return sorted(COMMAND_MODULES)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command of that name, its modules imported now (None for an unknown name: click says so)."""
+        modules = COMMAND_MODULES.get(cmd_name)
+        if modules is None:
+            return None
+        # the first module defines the command; the others add their subcommands to it as they are imported
+        imported = [importlib.import_module(f"medrag.cli.{module}") for module in modules]
+        return next(command for command in imported[0].COMMANDS if command.name == cmd_name)
 
     def invoke(self, ctx: click.Context) -> object:
         """Run the command; MedragError, database connection failures and a database without medrag's schema exit
@@ -46,22 +77,3 @@ def main(context: click.Context) -> None:
     # per tenth elsewhere; stdout keeps only results.
     context.with_resource(reporting(terminal_sink()))
 
-
-def _register() -> None:
-    from medrag.cli import ask as ask_commands
-    from medrag.cli import codes as codes_commands
-    from medrag.cli import db as db_commands
-    from medrag.cli import evaluation as evaluate_commands
-    from medrag.cli import flows as flows_commands
-    from medrag.cli import ingest as ingest_commands
-    from medrag.cli import mirror as mirror_commands
-    from medrag.cli import retrieval as retrieval_commands
-    from medrag.cli import serve as serve_commands
-
-    for module in (db_commands, ingest_commands, mirror_commands, retrieval_commands, flows_commands,
-                   evaluate_commands, ask_commands, codes_commands, serve_commands):
-        for command in module.COMMANDS:
-            main.add_command(command)
-
-
-_register()
