@@ -462,8 +462,9 @@ AS $$
         WHERE code_source = 'icd10cm' AND c.release_id = code_release AND typed <% c.description
           AND c.seventh_character IS NULL
         UNION ALL
-        SELECT c.code, word_similarity(typed, c.long_description)::float8 FROM hcpcs_code c
-        WHERE code_source = 'hcpcs' AND c.release_id = code_release AND typed <% c.long_description
+        -- a description's first 256 characters, as its trigram index holds them (revision 0027)
+        SELECT c.code, word_similarity(typed, left(c.long_description, 256))::float8 FROM hcpcs_code c
+        WHERE code_source = 'hcpcs' AND c.release_id = code_release AND typed <% left(c.long_description, 256)
           AND c.kind = ANY (kinds) AND (c.termination_date IS NULL OR c.termination_date >= current_date)
         ORDER BY 2 DESC, 1
         LIMIT n

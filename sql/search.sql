@@ -402,7 +402,9 @@ AS $$
 $$;
 
 -- Trigram leg: document titles similar to the query, only for a short query with a word the corpus lacks (a long
--- question's many trigrams make this index scan the slowest part of the search, 20+ ms).
+-- question's many trigrams make this index scan the slowest part of the search, 20+ ms). A title's first 256
+-- characters, as its trigram index holds them (revision 0027): a 4,500-character quality-measure description holds
+-- most of any query's trigrams somewhere, and word_similarity over the whole of it costs more than the index scan.
 CREATE OR REPLACE FUNCTION medrag_trigram_leg(query_text text, misspelt boolean, pool integer, max_chars integer,
                                               filters jsonb)
 RETURNS TABLE (id bigint, grp text, r bigint)
@@ -411,10 +413,10 @@ AS $$
     SELECT hit.id, hit.grp, row_number() OVER (PARTITION BY hit.grp ORDER BY hit.similarity DESC, hit.id)
     FROM (
         SELECT c.id, medrag_document_group(d.source) AS grp,
-               word_similarity(lower(query_text), lower(d.title)) AS similarity
+               word_similarity(lower(query_text), lower(left(d.title, 256))) AS similarity
         FROM document d JOIN release rel ON rel.id = d.release_id
         JOIN chunk c ON c.document_id = d.id AND c.ordinal = 0
-        WHERE misspelt AND length(query_text) <= max_chars AND lower(query_text) <% lower(d.title)
+        WHERE misspelt AND length(query_text) <= max_chars AND lower(query_text) <% lower(left(d.title, 256))
           AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date,
                                       d.metadata, rel.label, filters)
         ORDER BY similarity DESC

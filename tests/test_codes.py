@@ -426,3 +426,38 @@ def test_eval_codes_command_reports_accuracy_and_latency(cli, indexed_engine, tm
     terms.write_text('{"term": "wheelchair", "system": "CPT", "expected": ["K0001"]}\n')
     code, _, err = cli("eval", "codes", "--terms", str(terms))
     assert code == 2 and "'system' must be one of" in err
+
+
+def test_the_trigram_legs_compare_the_first_256_characters_of_a_description(indexed_engine) -> None:
+    """A quality-measure G code's 3,400-character description holds most of the trigrams of "cane" somewhere by
+    chance (word_similarity 0.6 for G0019), its first 256 characters do not: neither trigram leg offers it, while
+    the cane's own code still comes. Both read the trigram index of those prefixes (revision 0027)."""
+    with indexed_engine.connect() as conn:
+        release = conn.execute(text("SELECT id FROM release WHERE source = 'hcpcs' AND is_current")).scalar()
+        whole = conn.execute(text("SELECT word_similarity('cane', long_description) FROM hcpcs_code "
+                                  "WHERE release_id = :release AND code = 'G0019'"), {"release": release}).scalar()
+        assert whole >= 0.6  # what the whole description gave
+
+        # the plans of the statements inside the legs, as notices (the code leg runs as a statement of its own)
+        conn.execute(text("LOAD 'auto_explain'"))
+        for setting in ("log_min_duration = 0", "log_nested_statements = on", "log_level = notice"):
+            conn.execute(text(f"SET LOCAL auto_explain.{setting}"))
+        plans: list[str] = []
+        driver = conn.connection.dbapi_connection
+
+        def keep(notice) -> None:
+            plans.append(notice.message_primary)
+
+        driver.add_notice_handler(keep)
+        try:
+            codes = conn.execute(text("SELECT code FROM medrag_code_trigram_leg(:release, 'hcpcs', 'cane', "
+                                      "ARRAY['procedure'], 50)"), {"release": release}).scalars().all()
+            titles = conn.execute(text("SELECT d.key FROM medrag_trigram_leg('cane', true, 70, 60, '{}') leg "
+                                       "JOIN chunk c ON c.id = leg.id JOIN document d ON d.id = c.document_id")
+                                  ).scalars().all()
+        finally:
+            driver.remove_notice_handler(keep)
+    assert "E0100" in codes and "G0019" not in codes
+    assert "E0100" in titles and "G0019" not in titles
+    assert any("hcpcs_code_release_description_prefix_trgm" in plan for plan in plans), plans
+    assert any("document_title_prefix_trgm" in plan for plan in plans), plans
