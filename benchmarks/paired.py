@@ -9,10 +9,12 @@ On a shared machine the same code's p95 moves by more between runs minutes apart
 does, so two benchmark runs cannot tell such a change apart. Here both versions run side by side on the same
 database: every function in sql/*.sql whose definition differs between REV and the working tree, and the entry
 itself (medrag_find_codes, or medrag_search_documents with --entry search), is installed into two scratch schemas
-(the REV definitions and the working tree's). Two sessions, one per schema first on its search_path, run each term
-in random order, so slow spells of the machine fall on both. The public functions are not touched; the schemas are
-dropped at the end. Only function bodies are compared: a change of tables, indexes or generated.sql needs the two
-codes benchmarked on their own databases.
+(the REV definitions and the working tree's), the entry of each set to read its own schema first. One session runs
+each term through both, in random order, so slow spells of the machine fall on both, and so does whatever differs
+between database sessions: with one session per version, two runs of the same change differed by more than their 95%
+intervals allowed (a session-wide bias of about a millisecond either way). The public functions are not touched; the
+schemas are dropped at the end. Only function bodies are compared: a change of tables, indexes or generated.sql
+needs the two codes benchmarked on their own databases.
 """
 
 from __future__ import annotations
@@ -59,12 +61,15 @@ def definitions(revision: str | None) -> dict[str, str]:
     return found
 
 
-def install(conn: Any, schema: str, chosen: dict[str, str]) -> None:
-    """Create the schema afresh with the chosen definitions, each qualified by it."""
+def install(conn: Any, schema: str, chosen: dict[str, str], entry: str) -> None:
+    """Create the schema afresh with the chosen definitions, each qualified by it; the entry reads that schema first."""
     conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
     conn.execute(f"CREATE SCHEMA {schema}")
     for name, body in chosen.items():
         conn.execute(body.replace(f"CREATE OR REPLACE FUNCTION {name}(", f"CREATE FUNCTION {schema}.{name}(", 1))
+    # the functions it calls by their plain names (inlined legs, the finder's statements) resolve to this schema's
+    # versions first, in any session
+    conn.execute(f"ALTER FUNCTION {schema}.{entry} SET search_path = {schema}, public")
 
 
 def read_terms(paths: list[Path]) -> list[str]:
@@ -114,27 +119,24 @@ def main() -> None:
     terms = read_terms([REPO_ROOT / path for path in args.terms.split(",")])
     url = libpq_url(database_url())
     with psycopg.connect(url, autocommit=True) as admin:
+        register_vector(admin)
         # the search reads every source's vectors, the finder the code sets'
         probe = ("SELECT EXISTS (SELECT FROM chunk_vector)" if args.entry == "search" else
                  "SELECT medrag_has_embeddings('icd10cm') OR medrag_has_embeddings('hcpcs')")
         embedded = admin.execute(probe).fetchone()[0]
         embedder = query_embedder() if embedded else None
         embeddings = {term: (np.array(embedder.embed(term), dtype=np.float32) if embedder else None) for term in terms}
-        sessions: dict[str, Any] = {}
         try:
             for side, schema in SCHEMAS.items():
-                install(admin, schema, chosen[side])
-                sessions[side] = psycopg.connect(url, autocommit=True)
-                register_vector(sessions[side])
-                sessions[side].execute(f"SET search_path = {schema}, public")
+                install(admin, schema, chosen[side], entry)
 
             def timed(side: str, term: str) -> float:
                 started = time.perf_counter()
-                sessions[side].execute(f"SELECT {call.format(schema=SCHEMAS[side])}",
-                                       {"term": term, "top": args.top, "embedding": embeddings[term]}).fetchall()
+                admin.execute(f"SELECT {call.format(schema=SCHEMAS[side])}",
+                              {"term": term, "top": args.top, "embedding": embeddings[term]}).fetchall()
                 return (time.perf_counter() - started) * 1000
 
-            for term in terms:  # one untimed pass: each session plans and caches what it will reuse
+            for term in terms:  # one untimed pass: both versions plan and cache what they will reuse
                 timed("before", term)
                 timed("after", term)
             times: dict[str, list[float]] = {"before": [], "after": []}
@@ -148,8 +150,6 @@ def main() -> None:
                         times[side].append(timed(side, term))
                 print(f"pass {number + 1}/{args.passes}: {len(times['after'])}/{total} pairs", flush=True)
         finally:
-            for session in sessions.values():
-                session.close()
             for schema in SCHEMAS.values():
                 admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
