@@ -190,9 +190,11 @@ RETURNS TABLE (match_query tsquery, rank_query tsquery, misspelt boolean)
 LANGUAGE sql STABLE
 ROWS 1  -- one row always; the default guess of 1000 makes the planner hash whole tables
 AS $$
-    WITH typed AS (
+    WITH typed AS MATERIALIZED (
+        -- padded_words: the query's words between single spaces, computed once, not again for each synonym row
         SELECT websearch_to_tsquery('english', coalesce(query_text, '')) AS tsq,
-               coalesce(query_text, '') ~ '"|(^|\s)-\w' AS explicit
+               coalesce(query_text, '') ~ '"|(^|\s)-\w' AS explicit,
+               ' ' || regexp_replace(lower(coalesce(query_text, '')), '[^a-z0-9]+', ' ', 'g') || ' ' AS padded_words
     ),
     correction AS (
         SELECT string_agg(corrected, ' ') AS words, count(*) > 0 AS misspelt FROM medrag_spelling(query_text)
@@ -213,9 +215,8 @@ AS $$
                (SELECT min(coalesce(t.ndoc, 0))
                 FROM unnest(tsvector_to_array(to_tsvector('english', s.expansion))) AS part(lexeme)
                 LEFT JOIN medrag_term t ON t.lexeme = part.lexeme) AS ndoc
-        FROM medrag_synonym s
-        WHERE ' ' || regexp_replace(lower(coalesce(query_text, '')), '[^a-z0-9]+', ' ', 'g') || ' '
-              LIKE '% ' || s.term || ' %'
+        FROM typed, medrag_synonym s
+        WHERE typed.padded_words LIKE '% ' || s.term || ' %'
           AND plainto_tsquery('english', s.expansion)::text <> ''
     ),
     unit AS (
