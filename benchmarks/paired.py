@@ -13,8 +13,9 @@ itself (medrag_find_codes, or medrag_search_documents with --entry search), is i
 each term through both, in random order, so slow spells of the machine fall on both, and so does whatever differs
 between database sessions: with one session per version, two runs of the same change differed by more than their 95%
 intervals allowed (a session-wide bias of about a millisecond either way). The public functions are not touched; the
-schemas are dropped at the end. Only function bodies are compared: a change of tables, indexes or generated.sql
-needs the two codes benchmarked on their own databases.
+schemas are dropped at the end. Only function bodies are compared: for a change of indexes, create the old ones beside
+the new for the run (and drop them after); a change of tables or generated.sql needs the two codes benchmarked on
+their own databases.
 """
 
 from __future__ import annotations
