@@ -580,12 +580,14 @@ AS $$
 $$;
 
 -- Codes for a clinical term (or a code written in it), best first, at most `top` per system: {systems, encounter,
--- results: [{system, code, display, confidence, tier, billable, related}], candidates: [every scored candidate and
--- its features], trace: [how they were found], timings}. systems: names as `medrag codes --system` takes them (all
--- when NULL); release_label: a release other than the current one; query_embedding: the term's embedding (the
--- vector leg and the semantic feature; without one the lexical legs answer alone).
+-- results: [{system, code, display, confidence, tier, billable, related}], trace: [how they were found], timings,
+-- and with with_candidates candidates: [every scored candidate and its features]}. systems: names as `medrag codes
+-- --system` takes them (all when NULL); release_label: a release other than the current one; query_embedding: the
+-- term's embedding (the vector leg and the semantic feature; without one the lexical legs answer alone).
+DROP FUNCTION IF EXISTS medrag_find_codes(text, text[], text, integer, vector);
 CREATE OR REPLACE FUNCTION medrag_find_codes(term text, systems text[] DEFAULT NULL, release_label text DEFAULT NULL,
-                                             top integer DEFAULT 5, query_embedding vector DEFAULT NULL)
+                                             top integer DEFAULT 5, query_embedding vector DEFAULT NULL,
+                                             with_candidates boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE
 AS $$
@@ -1159,15 +1161,17 @@ BEGIN
                                              FROM jsonb_array_elements(output -> 'results') WITH ORDINALITY AS r(value, n)
                                              GROUP BY 1) t), 'none'),
                              medrag_fixed((timings ->> 'total')::float8, 0));
-    RETURN output - 'seventh' || jsonb_build_object(
-        'trace', to_jsonb(trace), 'timings', timings,
+    -- every scored candidate only when asked (the calibration's fit reads them): building and sending them is
+    -- about 3 ms of a call that lists a handful of codes
+    RETURN output - 'seventh' || jsonb_build_object('trace', to_jsonb(trace), 'timings', timings)
+        || CASE WHEN with_candidates THEN jsonb_build_object(
         'candidates', (SELECT coalesce(jsonb_agg(jsonb_build_object(
                            'system', p ->> 'system', 'code', p ->> 'code',
                            'exact', p -> 'exact', 'score', p -> 'score', 'behind', p -> 'behind',
                            'confidence', p -> 'confidence', 'tier', p -> 'tier', 'features', p -> 'features',
                            'legs', p -> 'legs') ORDER BY s.n, (p ->> 'ord')::float8), '[]')
                        FROM unnest(searched) WITH ORDINALITY AS s(system, n)
-                       JOIN jsonb_array_elements(pool) p ON p ->> 'system' = s.system));
+                       JOIN jsonb_array_elements(pool) p ON p ->> 'system' = s.system)) ELSE '{}' END;
 END
 $$;
 

@@ -66,6 +66,22 @@ def test_diabetes_finds_type_2_diabetes_codes(finder) -> None:
     assert ("icd10cm", "E11") in [(item.source, item.key) for item in search.results[0].related]
 
 
+def test_the_scored_candidates_come_only_when_asked_for(finder, indexed_engine) -> None:
+    plain = finder.find("diabetes")
+    assert plain.candidates == []
+    asked = finder.find("diabetes", with_candidates=True)
+    assert [result.code for result in asked.results] == codes_of(plain)
+    scored = {(candidate.system, candidate.code): candidate for candidate in asked.candidates}
+    assert len(scored) > len(asked.results)
+    for result in asked.results:  # each listed code is a scored candidate, its confidence the one listed
+        assert scored[(result.system, result.scored)].confidence == result.confidence
+    with indexed_engine.connect() as conn:
+        found = conn.execute(text("SELECT medrag_find_codes('diabetes')")).scalar_one()
+        found_with = conn.execute(text("SELECT medrag_find_codes('diabetes', with_candidates => true)")).scalar_one()
+    assert "candidates" not in found and len(found_with["candidates"]) == len(scored)
+    assert found["results"] == found_with["results"]
+
+
 def test_wheelchair_finds_k_range_wheelchairs(finder) -> None:
     search = finder.find("wheelchair")
     hcpcs = codes_of(search, HCPCS)

@@ -128,7 +128,8 @@ def normalize_systems(names: Sequence[str] | None) -> list[str]:
 # What the lookups search: the term without the words that ask for a code or name the visit, and without the codes
 # written in it. Its embedding is what the vector leg and the semantic feature compare codes with.
 _SEARCHED_TEXT = text("SELECT medrag_classify_code_term(:term) ->> 'text'")
-_FIND = text("SELECT medrag_find_codes(:term, CAST(:systems AS text[]), :release, :top, CAST(:embedding AS vector))")
+_FIND = text("SELECT medrag_find_codes(:term, CAST(:systems AS text[]), :release, :top, CAST(:embedding AS vector), "
+             ":with_candidates)")
 
 
 class CodeFinder:
@@ -195,11 +196,12 @@ class CodeFinder:
         return plan.vector_literal(embedder.embed(searched))
 
     def find(self, term: str, *, systems: Sequence[str] | None = None, release: str | None = None,
-             top: int = DEFAULT_TOP, external_url: str | None = None) -> CodeSearch:
+             top: int = DEFAULT_TOP, external_url: str | None = None, with_candidates: bool = False) -> CodeSearch:
         """Codes for a clinical term (or a code), best first, at most `top` per system.
 
         With external_url (the NLM Clinical Tables API base, off by default), LOINC, RxTerms, UCUM and HPO codes
-        are asked for at the same time and listed apart from the local results.
+        are asked for at the same time and listed apart from the local results. with_candidates fills
+        CodeSearch.candidates with every code scored and its features (the calibration's fit reads them).
         """
         started = time.perf_counter()
         term = validate_term(term)
@@ -213,7 +215,8 @@ class CodeFinder:
             with self.engine.connect() as conn:
                 embedding = self._embedding(conn, term)
                 found = conn.execute(_FIND, {"term": term, "systems": requested or None, "release": release,
-                                             "top": top, "embedding": embedding}).scalar_one()
+                                             "top": top, "embedding": embedding,
+                                             "with_candidates": with_candidates}).scalar_one()
         except DBAPIError as error:
             if getattr(error.orig, "sqlstate", None) == BAD_INPUT:
                 raise CodeQueryError(str(error.orig.diag.message_primary)) from None
@@ -239,7 +242,7 @@ def search_from(term: str, found: dict[str, Any]) -> CodeSearch:
     systems = list(found["systems"])
     candidates = [ScoredCode(item["system"], item["code"], item["exact"], item["score"], item["behind"],
                              item["confidence"], item["tier"], item["features"] or {})
-                  for item in found["candidates"]]
+                  for item in found.get("candidates", ())]
     return CodeSearch(term, systems, results, summarize(term, systems, results), list(found["trace"]),
                       {name: round(ms, 2) for name, ms in found["timings"].items()}, candidates=candidates,
                       encounter=found["encounter"])

@@ -38,7 +38,7 @@ def collect_examples(finder: CodeFinder, terms: list[DevTerm]) -> list[Example]:
     """Search every term and turn the codes it lists into labelled examples."""
     examples = []
     for number, item in enumerate(terms):
-        search = finder.find(item.term)
+        search = finder.find(item.term, with_candidates=True)
         scores = {(candidate.system, candidate.code): candidate for candidate in search.candidates}
         for result in search.results:
             candidate = scores.get((result.system, result.scored))

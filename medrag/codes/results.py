@@ -72,7 +72,7 @@ class CodeSearch:
     trace: list[str] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
     external: list[ExternalCode] | None = None  # NLM Clinical Tables answers, only when asked for
-    # every scored candidate, for fitting the confidence model; never printed
+    # every scored candidate, for fitting the confidence model (only when find is asked for them); never printed
     candidates: list[ScoredCode] = field(default_factory=list, repr=False, compare=False)
     encounter: str | None = None  # the encounter the term names (classify.INITIAL ...), which picks 7th characters
 
