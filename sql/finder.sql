@@ -584,6 +584,8 @@ $$;
 -- and with with_candidates candidates: [every scored candidate and its features]}. systems: names as `medrag codes
 -- --system` takes them (all when NULL); release_label: a release other than the current one; query_embedding: the
 -- term's embedding (the vector leg and the semantic feature; without one the lexical legs answer alone).
+-- another argument list is another function: a database migrated before with_candidates would keep the
+-- five-argument finder beside this one
 DROP FUNCTION IF EXISTS medrag_find_codes(text, text[], text, integer, vector);
 CREATE OR REPLACE FUNCTION medrag_find_codes(term text, systems text[] DEFAULT NULL, release_label text DEFAULT NULL,
                                              top integer DEFAULT 5, query_embedding vector DEFAULT NULL,

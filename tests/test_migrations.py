@@ -185,6 +185,18 @@ def test_a_recorded_hash_that_differs_reapplies_the_scripts(empty_db_url: str) -
     assert all(after[name][1] > before[name][1] for name in migrate.REPEATABLE_SCRIPTS)
 
 
+def test_the_scripts_replace_a_finder_of_an_older_argument_list(empty_db_url: str) -> None:
+    """A database whose finder predates with_candidates keeps no five-argument finder beside the new one."""
+    migrate.upgrade(empty_db_url)
+    with psycopg.connect(libpq_url(empty_db_url)) as conn:
+        conn.execute("CREATE FUNCTION medrag_find_codes(text, text[], text, integer, vector) RETURNS jsonb "
+                     "LANGUAGE sql AS 'SELECT NULL::jsonb'")
+        conn.execute("UPDATE medrag_sql_script SET sha256 = 'an older finder' WHERE name = 'finder.sql'")
+    migrate.upgrade(empty_db_url)
+    assert _query(empty_db_url, "SELECT oid::regprocedure::text FROM pg_proc WHERE proname = 'medrag_find_codes'") == [
+        ("medrag_find_codes(text,text[],text,integer,vector,boolean)",)]
+
+
 def test_0020_moves_each_vector_and_its_maker_to_chunk_vector_and_back(empty_db_url: str) -> None:
     """The vectors of a database at 0019 (in chunk) are in chunk_vector after 0020, and in chunk again after its
     downgrade, with the model that made each; a chunk without one gets no row."""
