@@ -557,56 +557,6 @@ $$;
 -- modifier) says nothing by itself: the level above it counts too. So does a level a connective subterm qualifies
 -- ("Alcohol > intoxication > with > dependence" is alcohol intoxication with dependence, F10.229, not the alcohol
 -- dependence of "Dependence > alcohol", F10.20).
--- The words of a term an Index entry holds only through references the term does not name. The entries whose "see"
--- names an entry become aliases of it and of everything under it (sources/icd10cm/index.py: "Stone" of Calculus >
--- ureter), and their words count as the entry's. A term names a reference when it holds every word of it; holding
--- some is not naming it: "Low cardiac reserve" (see Disease, heart) would make "low" a word of Disease > heart >
--- hyperthyroid > with thyroid storm, E05.91, for "low thyroid". reached: the term's words the entry holds beyond
--- its own path, modifier and column; of those, the ones to set aside (none that a named reference or a modifier
--- above the entry says).
-CREATE OR REPLACE FUNCTION medrag_unnamed_alias_lexemes(index_release integer, index_name text, entry_id integer,
-                                                        term_lexemes text[], reached text[])
-RETURNS text[]
-LANGUAGE sql STABLE
--- a function of its own, planned once per session: inlined into the Index leg, its walk up the entry's parents was
--- planned as part of the leg's generic plan
-SET plan_cache_mode = force_generic_plan
-AS $$
-    WITH RECURSIVE lineage AS (
-        SELECT e.parent_id, e.nemod, e.aliases
-        FROM (SELECT x.parent_id, x.nemod, x.aliases FROM icd10cm_index_entry x
-              WHERE x.release_id = index_release AND x.index_name = medrag_unnamed_alias_lexemes.index_name
-                AND x.entry_id = medrag_unnamed_alias_lexemes.entry_id
-              LIMIT 1) e
-        UNION ALL
-        SELECT p.parent_id, p.nemod, p.aliases
-        FROM lineage l
-        CROSS JOIN LATERAL (SELECT x.parent_id, x.nemod, x.aliases FROM icd10cm_index_entry x
-                            WHERE x.release_id = index_release AND x.index_name = medrag_unnamed_alias_lexemes.index_name
-                              AND x.entry_id = l.parent_id
-                            LIMIT 1) p
-    ),
-    alias AS (
-        -- only the references that may hold a reached word are stemmed (a stem's first four letters in the text);
-        -- a hyphenated word the term holds holds its parts ("Check-up" is check-up and check)
-        SELECT a.lexemes,
-               NOT EXISTS (SELECT 1 FROM unnest(a.lexemes) AS x
-                           WHERE x <> ALL (term_lexemes)
-                             AND NOT EXISTS (SELECT 1 FROM unnest(a.lexemes) AS compound
-                                             WHERE compound LIKE '%-%' AND compound = ANY (term_lexemes)
-                                               AND x = ANY (string_to_array(compound, '-')))) AS named
-        FROM (SELECT medrag_lexemes(x) AS lexemes
-              FROM lineage, unnest(lineage.aliases) AS x
-              WHERE EXISTS (SELECT 1 FROM unnest(reached) AS r WHERE strpos(lower(x), left(r, 4)) > 0)) a
-    ),
-    modifier AS (SELECT medrag_lexemes(coalesce(string_agg(l.nemod, ' '), '')) AS lexemes FROM lineage l)
-    SELECT coalesce(array_agg(r), '{}')
-    FROM modifier, unnest(reached) AS r
-    WHERE r <> ALL (modifier.lexemes)
-      AND EXISTS (SELECT 1 FROM alias WHERE NOT alias.named AND r = ANY (alias.lexemes))
-      AND NOT EXISTS (SELECT 1 FROM alias WHERE alias.named AND r = ANY (alias.lexemes))
-$$;
-
 CREATE OR REPLACE FUNCTION medrag_code_index_leg(code_release integer, index_release integer, term_lexemes text[],
                                                  n integer, two_tiers boolean DEFAULT true)
 RETURNS TABLE (code text, leg_rank integer, leg_score double precision, evidence text, lexemes text[],
@@ -674,8 +624,8 @@ AS $$
         LIMIT 4 * n
     ),
     entry_code AS (
-        SELECT c.code, m.shared, m.precision, cardinality(m.path) AS levels, m.index_name, m.entry_id, m.path,
-               m.nemod, m.column_name, m.core_lexemes, m.search_vector, m.index_title, m.code AS entry_code
+        SELECT c.code, m.shared, m.precision, cardinality(m.path) AS levels, m.entry_id, m.path, m.nemod,
+               m.column_name, m.core_lexemes, m.search_vector, m.index_title, m.code AS entry_code
         FROM matched m
         JOIN icd10cm_code c ON c.release_id = code_release AND c.code = rtrim(m.code, '.-')
     ),
@@ -695,9 +645,7 @@ AS $$
     SELECT m.code, m.leg_rank, m.score::float8,
            m.index_title || ': ' || array_to_string(m.path, ' > ') || coalesce(', ' || m.column_name, '')
                || ' -> ' || m.entry_code,
-           -- its words, less the term's words only a reference the term does not name gave it
-           ARRAY(SELECT x FROM unnest(tsvector_to_array(m.search_vector)) AS x
-                 WHERE x <> ALL (unnamed.lexemes)),
+           tsvector_to_array(m.search_vector),
            CASE WHEN cardinality(m.path) > 2
                 THEN medrag_lexemes(
                     split_part(m.path[1], ',', 1) || ' '
@@ -712,15 +660,5 @@ AS $$
                 ELSE m.core_lexemes END,
            medrag_without_lexemes(array_to_string(m.path || m.nemod, ', '))
     FROM best m
-    CROSS JOIN LATERAL (SELECT ARRAY(SELECT t FROM unnest(term_lexemes) AS t
-                                     WHERE t = ANY (tsvector_to_array(m.search_vector))
-                                       AND t <> ALL (medrag_lexemes(array_to_string(m.path || m.column_name, ' '))))
-                                   AS lexemes) reached
-    -- once per entry, and only for an entry that holds a word of the term beyond its own path and column
-    CROSS JOIN LATERAL (SELECT CASE WHEN cardinality(reached.lexemes) > 0
-                                    THEN medrag_unnamed_alias_lexemes(index_release, m.index_name, m.entry_id,
-                                                                      term_lexemes, reached.lexemes)
-                                    ELSE '{}' END AS lexemes
-                        OFFSET 0) unnamed
     ORDER BY m.leg_rank
 $$;

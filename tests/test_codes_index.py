@@ -99,27 +99,6 @@ def test_codes_under_an_index_header_inherit_its_entry_and_the_unspecified_one_c
                for line in search.trace), search.trace
 
 
-def test_a_reference_counts_for_a_term_only_when_the_term_names_it_whole(finder, indexed_engine) -> None:
-    """"Low cardiac reserve" (see Disease, heart) is an alias of every entry under Disease > heart; "low thyroid"
-    holds only "low" of it, so E05.91 (Disease > heart > hyperthyroid > with thyroid storm) does not cover "low"."""
-    with indexed_engine.connect() as conn:
-        entry = conn.execute(text(
-            "SELECT e.release_id, e.entry_id FROM icd10cm_index_entry e "
-            "WHERE e.index_name = 'diseases' AND e.path = ARRAY['Disease, diseased', 'heart', 'hyperthyroid', "
-            "'with thyroid storm'] AND e.code = 'E05.91'")).one()
-        unnamed = text("SELECT medrag_unnamed_alias_lexemes(:r, 'diseases', :e, CAST(:t AS text[]), "
-                       "CAST(:x AS text[]))")
-        assert conn.execute(unnamed, {"r": entry.release_id, "e": entry.entry_id, "t": ["low", "thyroid"],
-                                      "x": ["low"]}).scalar_one() == ["low"]
-        # a term holding the whole reference names it: "bad heart" is an alias the term says
-        assert conn.execute(unnamed, {"r": entry.release_id, "e": entry.entry_id, "t": ["bad", "heart"],
-                                      "x": ["bad"]}).scalar_one() == []
-    search = finder.find("low thyroid", with_candidates=True)
-    scored = {(candidate.system, candidate.code): candidate for candidate in search.candidates}
-    assert scored[(ICD10CM, "E05.91")].features["coverage"] < 1, search.trace
-    assert "E05.91" not in codes_of(search, ICD10CM)[:1], search.trace
-
-
 def test_a_word_typed_without_its_hyphen_finds_the_hyphenated_wording(finder, indexed_engine) -> None:
     """"Check-up" (see Examination) is how the Index says it; people type "checkup"."""
     with indexed_engine.connect() as conn:
