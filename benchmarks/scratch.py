@@ -13,9 +13,9 @@ from pathlib import Path
 import psycopg
 from sqlalchemy.engine import make_url
 
-from medrag.core import migrate
 from medrag.core.db import get_engine, libpq_url, sqlalchemy_url
 from medrag.core.embedded_pg import EmbeddedPostgres
+from medrag.schema import migrate
 
 
 @contextmanager

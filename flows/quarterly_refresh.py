@@ -1,7 +1,7 @@
 """The quarterly refresh as Prefect flows: thin orchestration over the plain stage functions of medrag.refresh.
 
 quarterly_refresh runs one subflow per source (discover -> download -> extract/load -> chunk/enrich -> embed/index)
-in medrag.sources.registry.SOURCE_NAMES; a failing source does not stop the others, and the run ends FAILED naming it.
+in medrag.core.registry.SOURCE_NAMES; a failing source does not stop the others, and the run ends FAILED naming it.
 Every task calls one plain function, so each stays testable without Prefect through `task.fn`.
 """
 
@@ -29,12 +29,12 @@ from medrag.core.config import Settings, load_settings
 from medrag.core.db import get_engine
 from medrag.core.errors import MedragError
 from medrag.core.progress import LineSink, reporting
-from medrag.index.documents import DocumentStats
 from medrag.index.embedding import DocumentEmbedder, EmbedStats, combine_stats, embed_pending
 from medrag.ingest.fetch import DownloadError
-from medrag.ingest.fetch_and_load import FetchedRelease
 from medrag.ingest.releases import LoadOutcome
 from medrag.refresh import documents_stage, fetch_stage, load_stage, ordered_sources, timed
+from medrag.refresh.documents import DocumentStats
+from medrag.refresh.fetch_and_load import FetchedRelease
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 # Two refreshes at once would load the same releases side by side and embed the same chunks twice.
@@ -157,7 +157,7 @@ def source_flow(settings: Settings) -> Flow:
 
 
 def _stage_line(message: str) -> None:
-    """A progress line for the run's log; `medrag refresh` prints exactly these (see medrag.cli.flows)."""
+    """A progress line for the run's log; `medrag refresh` prints exactly these (see medrag_flows.commands)."""
     get_run_logger().info(message, extra={"medrag_stage": True})
 
 

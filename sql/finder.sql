@@ -579,6 +579,42 @@ AS $$
                                                 + extract(epoch FROM clock_timestamp() - since) * 1000)
 $$;
 
+-- What a code query must be, checked here only (the Python door cleans a term's spaces and refuses control
+-- characters PostgreSQL cannot take, nothing else): a term that is not empty nor too long, a top within bounds and
+-- known code systems. Returns the systems asked for, in canonical form and first-asked order; a bad value raises
+-- SQLSTATE 22023 with the one-line message medrag codes, the API and psql show.
+CREATE OR REPLACE FUNCTION medrag_check_code_query(term text, top integer, systems text[])
+RETURNS text[]
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+AS $$
+DECLARE
+    cfg constant jsonb := medrag_code_finder_settings();
+    requested text[];
+    unknown text;
+BEGIN
+    IF coalesce(btrim(term), '') = '' THEN
+        RAISE EXCEPTION 'the term is empty; give a clinical term such as "type 2 diabetes" or a code such as E0601'
+            USING ERRCODE = '22023';
+    END IF;
+    IF length(term) > (cfg ->> 'max_term_chars')::int THEN
+        RAISE EXCEPTION 'the term is % characters; the limit is %', to_char(length(term), 'FM999,999,999'),
+            cfg ->> 'max_term_chars' USING ERRCODE = '22023';
+    END IF;
+    IF top IS NULL OR top < 1 OR top > (cfg ->> 'max_top')::int THEN
+        RAISE EXCEPTION 'top must be between 1 and %, not %', cfg ->> 'max_top', top USING ERRCODE = '22023';
+    END IF;
+    SELECT coalesce(array_agg(a.system ORDER BY a.first_at), '{}'),
+           string_agg(a.name, ', ') FILTER (WHERE a.system IS NULL)
+    INTO requested, unknown
+    FROM (SELECT cfg -> 'aliases' ->> lower(btrim(x.name)) AS system, min(x.name) AS name, min(x.n) AS first_at
+          FROM unnest(systems) WITH ORDINALITY AS x(name, n) GROUP BY 1) a;
+    IF unknown IS NOT NULL THEN
+        RAISE EXCEPTION 'unknown code system %; choose ICD-10-CM or HCPCS', quote_literal(unknown) USING ERRCODE = '22023';
+    END IF;
+    RETURN requested;
+END
+$$;
+
 -- Codes for a clinical term (or a code written in it), best first, at most `top` per system: {systems, encounter,
 -- results: [{system, code, display, confidence, tier, billable, related}], trace: [how they were found], timings,
 -- and with with_candidates candidates: [every scored candidate and its features]}. systems: names as `medrag codes
@@ -661,25 +697,7 @@ DECLARE
     output jsonb;
     related_started timestamptz;
 BEGIN
-    IF coalesce(btrim(term), '') = '' THEN
-        RAISE EXCEPTION 'the term is empty; give a clinical term such as "type 2 diabetes" or a code such as E0601'
-            USING ERRCODE = '22023';
-    END IF;
-    IF length(term) > (cfg ->> 'max_term_chars')::int THEN
-        RAISE EXCEPTION 'the term is % characters; the limit is %', to_char(length(term), 'FM999,999,999'),
-            cfg ->> 'max_term_chars' USING ERRCODE = '22023';
-    END IF;
-    IF top IS NULL OR top < 1 OR top > (cfg ->> 'max_top')::int THEN
-        RAISE EXCEPTION 'top must be between 1 and %, not %', cfg ->> 'max_top', top USING ERRCODE = '22023';
-    END IF;
-    SELECT coalesce(array_agg(a.system ORDER BY a.first_at), '{}'),
-           string_agg(a.name, ', ') FILTER (WHERE a.system IS NULL)
-    INTO requested, txt
-    FROM (SELECT cfg -> 'aliases' ->> lower(btrim(x.name)) AS system, min(x.name) AS name, min(x.n) AS first_at
-          FROM unnest(systems) WITH ORDINALITY AS x(name, n) GROUP BY 1) a;
-    IF txt IS NOT NULL THEN
-        RAISE EXCEPTION 'unknown code system %; choose ICD-10-CM or HCPCS', quote_literal(txt) USING ERRCODE = '22023';
-    END IF;
+    requested := medrag_check_code_query(term, top, systems);
 
     -- 1. the term's analysis
     cls := medrag_classify_code_term(term, NULL);
@@ -705,15 +723,14 @@ BEGIN
     SELECT coalesce(jsonb_object_agg(s.system, to_jsonb(r)), '{}') INTO releases
     FROM unnest(searched) AS s(system)
     CROSS JOIN LATERAL (
-        SELECT r.id, r.label, r.is_current FROM release r
-        WHERE r.source = cfg -> 'sources' ->> s.system AND r.status IN ('loaded', 'partial')
+        SELECT r.id, r.label, r.is_current FROM medrag_usable_release r
+        WHERE r.source = cfg -> 'sources' ->> s.system
           AND CASE WHEN release_label IS NULL THEN r.is_current ELSE lower(r.label) = lower(release_label) END
         ORDER BY r.is_current DESC, r.label DESC
         LIMIT 1) r;
     IF release_label IS NOT NULL AND releases = '{}' THEN
-        SELECT string_agg(DISTINCT r.label, ', ') INTO txt FROM release r
-        WHERE r.status IN ('loaded', 'partial')
-          AND r.source IN (SELECT cfg -> 'sources' ->> s FROM unnest(searched) AS s);
+        SELECT string_agg(DISTINCT r.label, ', ') INTO txt FROM medrag_usable_release r
+        WHERE r.source IN (SELECT cfg -> 'sources' ->> s FROM unnest(searched) AS s);
         RAISE EXCEPTION 'no % release labelled %; loaded: %', array_to_string(searched, ' or '),
             quote_literal(release_label), coalesce(txt, '') USING ERRCODE = '22023';
     END IF;
@@ -728,8 +745,8 @@ BEGIN
                                         FROM unnest(searched) WITH ORDINALITY AS x(s, n)));
     -- the release whose Index serves ICD-10-CM: the searched release's own, else the newest loaded with one
     IF releases ? 'ICD-10-CM' THEN
-        SELECT r.id INTO index_release FROM release r
-        WHERE r.source = 'icd10cm' AND r.status IN ('loaded', 'partial') AND medrag_has_index(r.id)
+        SELECT r.id INTO index_release FROM medrag_usable_release r
+        WHERE r.source = 'icd10cm' AND medrag_has_index(r.id)
         ORDER BY r.id = (releases -> 'ICD-10-CM' ->> 'id')::int DESC,
                  coalesce(nullif(left(regexp_replace(r.label, '[^0-9]', '', 'g'), 4), '')::int, 0) DESC,
                  r.label COLLATE "C" DESC
@@ -1215,9 +1232,8 @@ BEGIN
                  AND 'exact' <> ALL (string_to_array(coalesce(h ->> 'matched', ''), '+')))
        AND cardinality(systems) > 0 AND coalesce(f ->> 'manual', '') = '' AND coalesce(f ->> 'chapter', '') = ''
        AND btrim(coalesce(query_text, '')) <> '' AND length(query_text) <= (cfg ->> 'max_term_chars')::int
-       AND EXISTS (SELECT 1 FROM release r
-                   WHERE r.status IN ('loaded', 'partial')
-                     AND r.source IN (SELECT cfg -> 'sources' ->> s FROM unnest(systems) s)
+       AND EXISTS (SELECT 1 FROM medrag_usable_release r
+                   WHERE r.source IN (SELECT cfg -> 'sources' ->> s FROM unnest(systems) s)
                      AND CASE WHEN label IS NULL THEN r.is_current ELSE lower(r.label) = lower(label) END)
     THEN
         found := medrag_find_codes(query_text, systems, label, least(greatest(coalesce(k, 10), 1),

@@ -1,6 +1,11 @@
 -- Views over current data for SQL analysts. A repeatable script (every statement is CREATE OR REPLACE):
 -- `medrag db migrate` runs it again whenever it changes, before sql/search.sql and sql/roles.sql.
 
+-- The releases whose rows may be read: loaded whole, or loaded with export members missing (partial); never one
+-- pending, loading or failed. Every statement that picks a release reads this view, so the rule is written once.
+CREATE OR REPLACE VIEW medrag_usable_release AS
+SELECT * FROM release WHERE status IN ('loaded', 'partial');
+
 -- Every chunk with its document's metadata; `is_current` follows the document's release.
 CREATE OR REPLACE VIEW v_chunk AS
 SELECT c.id AS chunk_id, d.id AS document_id, d.source, d.key, d.version, d.title, c.heading, c.section, c.ordinal,

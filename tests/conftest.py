@@ -15,9 +15,9 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
-from medrag.core import migrate
 from medrag.core.db import get_engine, libpq_url, sqlalchemy_url
 from medrag.core.embedded_pg import EmbeddedPostgres
+from medrag.schema import migrate
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CMS_DIR = Path(os.environ.get("MEDRAG_CMS_DIR", REPO_ROOT.parent / "shared" / "cms"))
@@ -162,10 +162,10 @@ def indexed_engine(indexed_settings) -> Engine:
     LCD (2.3k chunks) and code documents (53k) are built but not embedded: CPU embedding of all of them would take
     most of CI's budget; the exact, full-text and trigram legs of the search still find them.
     """
-    from medrag.index.documents import build_documents
     from medrag.index.embedding import DocumentEmbedder, embed_pending
-    from medrag.ingest import fetch_and_load as pipeline
     from medrag.refresh import current_label
+    from medrag.refresh import fetch_and_load as pipeline
+    from medrag.refresh.documents import build_documents
 
     engine = get_engine(url=indexed_settings.database_url)
     for source, release in (("mcd", None), ("iom", None), ("hcpcs", "all"), ("icd10cm", "all")):

@@ -15,7 +15,7 @@ def test_every_command_is_listed_with_the_module_that_defines_it() -> None:
     modules = {module for listed in COMMAND_MODULES.values() for module in listed}
     defined = {}
     for module in modules:
-        for command in importlib.import_module(f"medrag.cli.{module}").COMMANDS:
+        for command in importlib.import_module(module).COMMANDS:
             defined[command.name] = module
     assert defined == {name: listed[0] for name, listed in COMMAND_MODULES.items()}
 
@@ -40,5 +40,5 @@ def test_a_code_lookup_loads_neither_the_migrations_nor_the_flows_nor_the_answer
     loaded = set(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
                  .stdout.split("\n")[-2].split())
     assert "medrag.cli.codes" in loaded  # the probe ran the command
-    assert not loaded & {"alembic", "medrag.core.migrate", "prefect", "medrag_flows", "medrag.answer", "fastapi",
+    assert not loaded & {"alembic", "medrag.schema.migrate", "prefect", "medrag_flows", "medrag.answer", "fastapi",
                          "medrag.cli.db", "medrag.cli.ask", "medrag.cli.serve"}

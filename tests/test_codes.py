@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 
 from medrag.cli import main
 from medrag.codes import HCPCS, ICD10CM, CodeFinder, CodeQueryError
 from medrag.codes.evaluation import evaluate, read_dev_set
-from medrag.codes.synonyms import SYSTEM_VALUES, clinical_synonym_entries
+from medrag.core.synonyms import SYSTEM_VALUES, query_entries
 
 DEV_SET = Path(__file__).resolve().parents[1] / "eval" / "codes_dev.jsonl"
 DESCRIPTIVE_DEV_SET = DEV_SET.with_name("codes_dev_descriptive.jsonl")
@@ -126,9 +127,8 @@ def test_each_code_release_keeps_the_words_spelling_is_corrected_to(indexed_engi
     """medrag_code_word holds each code release's description words, rewritten with the release's documents."""
     with indexed_engine.begin() as conn:
         words = dict(conn.execute(text(
-            "SELECT r.source || ' ' || r.label, count(w.word) FROM release r "
-            "LEFT JOIN medrag_code_word w ON w.release_id = r.id "
-            "WHERE r.status IN ('loaded', 'partial') GROUP BY r.source, r.label")).all())
+            "SELECT r.source || ' ' || r.label, count(w.word) FROM medrag_usable_release r "
+            "LEFT JOIN medrag_code_word w ON w.release_id = r.id GROUP BY r.source, r.label")).all())
         current_id, current_label = conn.execute(text(
             "SELECT id, label FROM release WHERE source = 'icd10cm' AND is_current")).one()
         holds = conn.execute(text(
@@ -268,6 +268,24 @@ def test_a_database_without_code_sets_is_a_clear_error(engine) -> None:
         empty.find("diabetes")
 
 
+@pytest.mark.parametrize(("term", "top", "systems", "message"), [
+    ("   ", 5, None, "the term is empty"),
+    ("x" * 1501, 5, None, "the term is 1,501 characters; the limit is 500"),
+    ("oxygen", 0, None, "top must be between 1 and 50, not 0"),
+    ("oxygen", 5, ["icd10", "CPT"], "unknown code system 'CPT'; choose ICD-10-CM or HCPCS"),
+])
+def test_a_bad_query_is_refused_by_the_one_check_for_python_and_psql(engine, term, top, systems, message) -> None:
+    """medrag_check_code_query is the only check: the Python door and psql's medrag_find_codes say the same."""
+    with CodeFinder(engine) as finder, pytest.raises(CodeQueryError, match=message):
+        finder.find(term, top=top, systems=systems)
+    with engine.connect() as conn, pytest.raises(DBAPIError, match=message):
+        conn.execute(text("SELECT medrag_find_codes(:t, CAST(:s AS text[]), NULL, :k)"),
+                     {"t": term, "s": systems, "k": top})
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT medrag_check_code_query('oxygen', 5, ARRAY['ICD-10-CM', 'hcpcs', 'icd'])")
+                            ).scalar_one() == [ICD10CM, HCPCS]
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["codes", "oxygen", "--release", "FY1999"], "no ICD-10-CM or HCPCS release labelled 'FY1999'"),
     (["codes", "oxygen", "--system", "CPT"], "unknown code system 'CPT'"),
@@ -380,7 +398,7 @@ def test_every_synonym_expansion_reaches_a_code(indexed_engine) -> None:
     sources = {ICD10CM: "icd10cm", HCPCS: "hcpcs"}
     unreachable = []
     with indexed_engine.connect() as conn:
-        for entry in clinical_synonym_entries():
+        for entry in query_entries():
             wanted = [sources[system] for system in (entry.systems or SYSTEM_VALUES["both"])]
             for expansion in entry.expansions:
                 hits = conn.execute(text(

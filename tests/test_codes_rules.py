@@ -8,14 +8,15 @@ import pytest
 
 from medrag.codes.classify import HCPCS, ICD10CM
 from medrag.codes.evaluation import DevSetError, read_dev_set
-from medrag.codes.finder import CodeQueryError, normalize_systems, validate_term
-from medrag.codes.synonyms import SynonymDataError, load_clinical_synonyms, parse_clinical_synonyms
+from medrag.codes.finder import CodeQueryError, clean_term
+from medrag.core.data import DataFileError
+from medrag.core.synonyms import finder_synonyms, parse_synonyms
 
-HEADER = "term,expansion,kind,system\n"
+HEADER = "term,expansion,kind,system,documents\n"
 
 
 def test_packaged_synonym_table_is_well_formed() -> None:
-    table = load_clinical_synonyms()
+    table = finder_synonyms()
     assert len(table) >= 100
     for term in ("dme", "cpap", "copd", "esrd"):
         assert table.get(term).kind == "abbreviation"
@@ -29,28 +30,37 @@ def test_packaged_synonym_table_is_well_formed() -> None:
 
 
 @pytest.mark.parametrize(("csv_text", "message"), [
-    ("term,expansion\n", "header must be"),
-    (HEADER + "COPD,chronic obstructive pulmonary disease,abbreviation,ICD-10-CM\n", "lower-case words"),
-    (HEADER + "copd,,abbreviation,ICD-10-CM\n", "needs an expansion"),
-    (HEADER + "copd,copd,abbreviation,ICD-10-CM\n", "needs an expansion"),
-    (HEADER + "copd,chronic bronchitis,acronym,ICD-10-CM\n", "kind 'acronym'"),
-    (HEADER + "copd,chronic bronchitis,abbreviation,CPT\n", "system 'CPT'"),
-    (HEADER + "copd,emphysema,abbreviation,ICD-10-CM\ncopd,emphysema,abbreviation,ICD-10-CM\n", "listed twice"),
-    (HEADER + "copd,emphysema,abbreviation,ICD-10-CM\ncopd,bronchitis,lay,ICD-10-CM\n", "another kind"),
+    ("term,expansion,kind,system\n", "header must be"),
+    (HEADER + "COPD,chronic obstructive pulmonary disease,abbreviation,ICD-10-CM,\n", "lower-case words"),
+    (HEADER + "copd,,abbreviation,ICD-10-CM,\n", "needs an expansion"),
+    (HEADER + "copd,copd,abbreviation,ICD-10-CM,\n", "needs an expansion"),
+    (HEADER + "copd,chronic bronchitis,acronym,ICD-10-CM,\n", "kind 'acronym'"),
+    (HEADER + "copd,chronic bronchitis,abbreviation,CPT,\n", "system 'CPT'"),
+    (HEADER + "copd,emphysema,abbreviation,ICD-10-CM,\ncopd,emphysema,abbreviation,ICD-10-CM,\n", "listed twice"),
+    (HEADER + "copd,emphysema,abbreviation,ICD-10-CM,\ncopd,bronchitis,lay,ICD-10-CM,\n", "another kind"),
+    (HEADER + "CPAP,continuous positive airway pressure,abbreviation,,sometimes\n", "documents 'sometimes'"),
+    (HEADER + "CPAP,cpap,abbreviation,,any_case\n", "needs an expansion"),
 ])
 def test_malformed_synonym_tables_are_rejected(csv_text, message) -> None:
-    with pytest.raises(SynonymDataError, match=message):
-        parse_clinical_synonyms(csv_text, "test.csv")
+    with pytest.raises(DataFileError, match=message):
+        parse_synonyms(csv_text, "test.csv")
 
 
-def test_bad_terms_and_systems_are_user_errors() -> None:
-    assert validate_term("  type 2   diabetes ") == "type 2 diabetes"
-    for bad in ("", "   ", "x" * 501, "oxygen\x00"):
-        with pytest.raises(CodeQueryError):
-            validate_term(bad)
-    assert normalize_systems(["icd10cm", "HCPCS", "ICD-10-CM"]) == [ICD10CM, HCPCS]
-    with pytest.raises(CodeQueryError, match="unknown code system"):
-        normalize_systems(["CPT"])
+def test_a_document_abbreviation_keeps_its_case_and_serves_the_finder_only_where_no_query_term_is_its_own() -> None:
+    rows = parse_synonyms(HEADER + "CPAP,continuous positive airway pressure,abbreviation,,any_case\n"
+                          "copd,chronic obstructive pulmonary disease,abbreviation,ICD-10-CM,\n")
+    assert [(row.term, row.documents) for row in rows] == [("CPAP", "any_case"), ("copd", "")]
+    table = finder_synonyms()
+    assert table.get("cpap").expansions == ("continuous positive airway pressure",)
+    assert table.get("copd").systems == (ICD10CM,)  # the query term's own row, not the HCPCS abbreviation's
+    assert table.get("aids") is None  # an exact-case abbreviation (AIDS) is an ordinary word in lower case
+
+
+def test_the_python_door_cleans_a_term_and_refuses_control_characters() -> None:
+    assert clean_term("  type 2   diabetes ") == "type 2 diabetes"
+    assert clean_term("") == ""  # an empty term is for medrag_check_code_query to refuse, with its message
+    with pytest.raises(CodeQueryError, match="control characters"):
+        clean_term("oxygen\x00")
 
 
 def test_dev_set_format_is_checked(tmp_path) -> None:

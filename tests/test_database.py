@@ -10,8 +10,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
 from medrag.cli import main
-from medrag.core import migrate
 from medrag.core.db import get_engine, libpq_url
+from medrag.schema import migrate
 
 
 def test_releases_with_documents_are_marked_as_built_by_the_first_format(empty_db_url: str) -> None:

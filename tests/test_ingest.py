@@ -17,8 +17,8 @@ from sqlalchemy import text
 
 from medrag.core.config import load_settings, source_urls_for
 from medrag.core.db import libpq_url
-from medrag.ingest import fetch_and_load as pipeline
 from medrag.ingest.releases import LoadError, diff_releases
+from medrag.refresh import fetch_and_load as pipeline
 
 
 @pytest.fixture(scope="module")

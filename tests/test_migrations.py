@@ -16,9 +16,9 @@ import pytest
 from alembic.script import ScriptDirectory
 from conftest import _admin_execute, _with_database, fresh_database  # tests/ is on sys.path
 
-from medrag.core import migrate
 from medrag.core.db import libpq_url
 from medrag.core.embedded_pg import bin_dir
+from medrag.schema import migrate
 
 # A database at 0014 as the last commit whose revisions re-ran sql/*.sql (faed138) built it, as a schema dump.
 OLD_LAYOUT_SCHEMA = Path(__file__).resolve().parent / "data" / "schema_0014_old_layout.sql"

@@ -16,7 +16,6 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 
 from medrag.core.config import load_settings, source_urls_for
-from medrag.ingest import fetch_and_load as pipeline
 from medrag.ingest.mirror import (
     HCPCS_2025_ZIP,
     HCPCS_LAYOUT_ZIP,
@@ -33,6 +32,7 @@ from medrag.ingest.mirror import (
     MirrorError,
     build_mirror,
 )
+from medrag.refresh import fetch_and_load as pipeline
 from medrag.sources.common import quarter_label
 
 PAGE_SUFFIXES = ("", ".aspx")

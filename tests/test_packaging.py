@@ -50,8 +50,8 @@ def test_the_wheel_holds_migrations_sql_data_and_flows(wheel: Path) -> None:
     for expected in ("medrag/migrations/env.py", "medrag/migrations/script.py.mako",
                      "medrag/migrations/versions/0001_core.py", "medrag/sql/search.sql", "medrag/sql/views.sql",
                      "medrag/sql/roles.sql", "medrag/sql/examples/01_lcds_listing_a_hcpcs_code.sql",
-                     "medrag/data/clinical_synonyms.csv", "medrag_flows/quarterly_refresh.py",
-                     "medrag/sources/registry.py", "medrag/cli/__init__.py"):
+                     "medrag/data/synonyms.csv", "medrag_flows/quarterly_refresh.py", "medrag_flows/commands.py",
+                     "medrag/core/registry.py", "medrag/cli/__init__.py"):
         assert expected in names
     assert not any(name.startswith(("flows/", "tests/", "migrations/", "sql/")) for name in names)
 

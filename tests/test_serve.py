@@ -22,8 +22,8 @@ from pydantic import TypeAdapter
 from sqlalchemy import text
 
 from medrag.cli import main
-from medrag.core import migrate
 from medrag.core.embedded_pg import EmbeddedPostgres
+from medrag.schema import migrate
 from medrag.serve.app import create_app
 from medrag.serve.schemas import AskResponse, CodesResponse, Health, ReleaseChange, ReleaseRow, SearchResponse
 from medrag.serve.state import ServeState

@@ -12,9 +12,9 @@ import httpx
 from api_server import running_app  # tests/ is on sys.path: rootdir conftest, no __init__.py
 
 from medrag.core.db import get_engine
-from medrag.index.documents import build_documents
-from medrag.ingest import fetch_and_load as pipeline
+from medrag.refresh import fetch_and_load as pipeline
 from medrag.refresh import refresh_source
+from medrag.refresh.documents import build_documents
 from medrag.serve.app import create_app
 
 CLIENTS = 8

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from medrag.core.errors import MedragError
 from medrag.core.identifiers import AFTER, ANY_IDENTIFIER, BEFORE
-from medrag.index.enrichment import expand_abbreviations
+from medrag.core.synonyms import expand_abbreviations
 from medrag.retrieval.search import MAX_QUERY_CHARS, QueryError, validate_query
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from sqlalchemy import Engine, text
 from medrag.answer.evidence import Evidence
 from medrag.answer.reading import CODE_SOURCES, ChunkRead, Reading
 from medrag.answer.units import Unit, document_units, line_units
-from medrag.sources.registry import document_kinds
+from medrag.core.registry import document_kinds
 
 # Lower outranks higher: what the prompt's precedence rule and the extractive backend's tie-break rely on.
 AUTHORITY_RANK = {kind.name: kind.authority_rank for kind in document_kinds()}

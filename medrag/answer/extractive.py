@@ -18,6 +18,7 @@ from medrag.answer.scoring import CODE_QUESTION, CONDITION_TYPES, ScoredUnit, st
 from medrag.answer.structured import DraftSentence
 from medrag.answer.units import ITEM, LIST, LISTING, SENTENCE
 from medrag.answer.validate import STOPWORDS, Validator, content_words, stem
+from medrag.core.words import CONTENT_WORD
 
 # A readable answer: about this many words, plus the criteria list the question asks for.
 ANSWER_WORDS = 150
@@ -215,7 +216,6 @@ _IN_CORPUS = text("""
     WHERE EXISTS (SELECT 1 FROM chunk WHERE tsv @@ plainto_tsquery('english', word))
 """)
 # words, and five-digit CPT codes (99213): a CPT code the corpus never mentions is as unknown as a brand name
-_RAW_WORD = re.compile(r"[a-z][a-z0-9]+(?:[-'][a-z0-9]+)*|(?<![\w.])[0-9]{5}(?![\w.])")
 # English contractions are their first word: "hasn't" is "has", "patient's" "patient", "won't" "will".
 _CONTRACTION = re.compile(r"(?:n't|'(?:s|re|ve|ll|d|m))$")
 _IRREGULAR_CONTRACTIONS = {"won't": "will", "can't": "can", "shan't": "shall"}
@@ -250,7 +250,7 @@ def unknown_words(engine: Engine, question: str, sources: list[ContextSource],
     # a hyphenated compound ("treatment-resistant", "out-of-office") is known when each of its words is
     missing: dict[str, list[str]] = {}
     examples = _examples(question)
-    for word in sorted({_uncontracted(word) for word in _RAW_WORD.findall(question.lower())} - examples):
+    for word in sorted({_uncontracted(word) for word in CONTENT_WORD.findall(question.lower())} - examples):
         if word in STOPWORDS or len(word) <= 2 or stem(word) in seen:
             continue
         parts = [part for part in word.split("-") if part not in STOPWORDS and len(part) > 2] or [word]

@@ -16,8 +16,8 @@ from itertools import groupby
 from sqlalchemy import Engine, text
 
 from medrag.answer.evidence import Evidence
+from medrag.core.registry import code_kind_names
 from medrag.retrieval.search import vector_literal
-from medrag.sources.registry import code_kind_names
 
 CODE_SOURCES = code_kind_names()
 # Chosen on answers_dev.jsonl by fact recall (docs/evaluation.md): 0.03 and 0.05 gave 0.731, 0.08 0.773, 0.12 0.778.

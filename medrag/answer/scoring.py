@@ -26,7 +26,7 @@ from medrag.answer.reading import CODE_SOURCES
 from medrag.answer.units import ITEM, LIST, PLACES, Unit
 from medrag.answer.validate import content_words
 from medrag.core.errors import MedragError
-from medrag.index.enrichment import expand_abbreviations
+from medrag.core.synonyms import expand_abbreviations
 
 MODEL_PATH = Path(__file__).resolve().parent.parent / "data" / "answer_unit_model.json"
 FEATURES = ("similarity", "coverage", *(f"place_{place}" for place in PLACES if place != "listing"), "list", "item",

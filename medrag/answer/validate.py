@@ -21,6 +21,7 @@ from medrag.answer.structured import DraftSentence
 from medrag.core import identifiers
 from medrag.core.identifiers import AFTER, AFTER_CATEGORY, BEFORE, CODE_BEFORE
 from medrag.core.identifiers import dotted_icd10cm as _icd_key
+from medrag.core.words import CODE_WORD
 
 NO_CITATION = "no_citation"
 UNKNOWN_SOURCE = "unknown_source"
@@ -40,7 +41,6 @@ _ICD_CATEGORY = re.compile(rf"{CODE_BEFORE}({identifiers.ICD10CM_CATEGORY_IN_TEX
 # "vitamin B12" is not a code (CODE_BEFORE); "ICD-10 code E99" is one (that does not exist), "E99 and" maybe.
 _CODE_CUE = re.compile(r"(?:ICD|code|codes|category|diagnosis|dx)\W{0,3}(?:\w+\W{1,3}){0,2}$", re.IGNORECASE)
 
-_WORD = re.compile(r"[a-z0-9]+(?:[-'.][a-z0-9]+)*")  # keeps codes whole: g47.33, 240.2, e0601
 STOPWORDS = frozenset("""
 a about above after again against all also am an and any are as at be because been before being below between
 both but by can cannot could did do does doing down during each either few for from further had has have having
@@ -64,7 +64,7 @@ class CodeToken:
 def content_words(value: str) -> list[str]:
     """Lower-cased words that carry meaning (stopwords and one-letter words dropped), lightly stemmed."""
     words = []
-    for word in _WORD.findall(value.lower()):
+    for word in CODE_WORD.findall(value.lower()):
         if word in STOPWORDS or len(word) < 2:
             continue
         words.append(stem(word))

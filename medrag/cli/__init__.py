@@ -11,20 +11,23 @@ from medrag.core.errors import MedragError, schema_missing_message, unreachable_
 
 USAGE_ERROR = 2
 
-# Each command and the modules of medrag/cli that define it, imported only when it runs: `medrag codes` at a shell
-# then loads what it needs, not the migrations, Prefect's client or the answer pipeline (about 0.13 s of a cold
-# call's second). The eval group gathers subcommands from three modules. tests/test_cli_imports.py checks this
+# Each command and the modules that define it, imported only when it runs: `medrag codes` at a shell then loads what
+# it needs, not the migrations, Prefect's client or the answer pipeline (about 0.13 s of a cold call's second). The
+# eval group gathers subcommands from three modules. The flow commands live with the flows (medrag_flows.commands),
+# the top layer, which this package does not import: it names them here. tests/test_cli_imports.py checks this
 # against each module's COMMANDS.
+_CLI = "medrag.cli"
 COMMAND_MODULES: dict[str, tuple[str, ...]] = {
-    "db": ("db",), "sql": ("db",),
-    "fetch": ("ingest",), "load": ("ingest",), "ingest": ("ingest",), "releases": ("ingest",),
-    "mirror": ("mirror",),
-    "search": ("retrieval",), "embed": ("retrieval",),
-    "refresh": ("flows",), "flows": ("flows",),
-    "eval": ("evaluation", "ask", "codes"),
-    "ask": ("ask",), "log": ("ask",),
-    "codes": ("codes",),
-    "serve": ("serve",),
+    "db": (f"{_CLI}.db",), "sql": (f"{_CLI}.db",),
+    "fetch": (f"{_CLI}.ingest",), "load": (f"{_CLI}.ingest",), "ingest": (f"{_CLI}.ingest",),
+    "releases": (f"{_CLI}.ingest",),
+    "mirror": (f"{_CLI}.mirror",),
+    "search": (f"{_CLI}.retrieval",), "embed": (f"{_CLI}.retrieval",),
+    "refresh": ("medrag_flows.commands",), "flows": ("medrag_flows.commands",),
+    "eval": (f"{_CLI}.evaluation", f"{_CLI}.ask", f"{_CLI}.codes"),
+    "ask": (f"{_CLI}.ask",), "log": (f"{_CLI}.ask",),
+    "codes": (f"{_CLI}.codes",),
+    "serve": (f"{_CLI}.serve",),
 }
 
 
@@ -42,7 +45,7 @@ class MedragGroup(click.Group):
         if modules is None:
             return None
         # the first module defines the command; the others add their subcommands to it as they are imported
-        imported = [importlib.import_module(f"medrag.cli.{module}") for module in modules]
+        imported = [importlib.import_module(module) for module in modules]
         return next(command for command in imported[0].COMMANDS if command.name == cmd_name)
 
     def invoke(self, ctx: click.Context) -> object:

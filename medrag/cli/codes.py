@@ -12,7 +12,7 @@ from medrag.cli.evaluation import eval_group
 from medrag.cli.retrieval import query_embedder
 from medrag.codes.clinical_tables import DEFAULT_BASE_URL
 from medrag.codes.consolidate import CONFIDENCE_MODEL_FILE
-from medrag.codes.finder import DEFAULT_TOP, MAX_TOP, CodeFinder, validate_term
+from medrag.codes.finder import DEFAULT_TOP, MAX_TOP, CodeFinder, clean_term
 from medrag.codes.results import CodeSearch
 from medrag.core.db import get_engine
 
@@ -35,7 +35,7 @@ GOAL_TOP1, GOAL_TOP5, GOAL_P95_MS = 0.85, 0.95, 150.0
 def codes_command(term: str, systems: tuple[str, ...], release: str | None, top: int, as_json: bool,
                   external: bool, external_url: str) -> None:
     """ICD-10-CM and HCPCS codes for a clinical term (or a code), with confidence, related LCDs and a trace."""
-    validate_term(term)
+    clean_term(term)
     with CodeFinder(get_engine(), embedder_factory=query_embedder) as finder:
         search = finder.find(term, systems=systems, release=release, top=top,
                              external_url=external_url if external else None)

@@ -7,11 +7,11 @@ import sys
 
 import click
 
-from medrag.core import migrate
 from medrag.core.config import Settings, load_settings
 from medrag.core.db import database_url, embedded_server, get_engine, libpq_url
 from medrag.core.embedded_pg import bin_dir
 from medrag.core.errors import MedragError
+from medrag.schema import migrate
 
 
 @click.group("db")

@@ -12,9 +12,9 @@ from rich.table import Table
 from medrag.core.config import load_settings
 from medrag.core.db import get_engine
 from medrag.core.errors import MedragError
-from medrag.ingest import fetch_and_load as pipeline
+from medrag.core.registry import SOURCE_NAMES
 from medrag.ingest.releases import DIFF_SPECS, LoadOutcome, diff_releases, list_releases
-from medrag.sources.registry import SOURCE_NAMES
+from medrag.refresh import fetch_and_load as pipeline
 
 console = Console(stderr=True)
 

@@ -10,7 +10,6 @@ PostgreSQL (classification_sql renders them into generated.sql), where psql can 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +18,7 @@ from sqlalchemy import Connection, Engine, text
 
 from medrag.core import identifiers
 from medrag.core.identifiers import AFTER, AFTER_CATEGORY, BEFORE, CODE_BEFORE
+from medrag.core.words import WORD_PATTERN
 
 ICD10CM = "ICD-10-CM"
 HCPCS = "HCPCS"
@@ -100,7 +100,6 @@ _UNSPECIFIED = rf"{BEFORE}(?:{identifiers.UNSPECIFIED_CUE}){AFTER}"
 _ASKS_FOR_CODE_NEEDS = ("%icd%", "%code%", "%hcpcs%")
 _ENCOUNTER_NEEDS = ("%visit%", "%encounter%", "%treatment%", "%seen%", "%sequela%", "%effect%")
 _UNSPECIFIED_NEEDS = ("%not%", "%unspecified%", "%unknown%")
-_WORD = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*")
 # The encounter a term names ("broken wrist, first visit"): what an injury code's 7th character says (A initial, D
 # subsequent, S sequela), not what the code is for. The visit phrases are set aside like the words that ask for a
 # code; "sequela" stays a word to search (I69 "Sequelae of cerebrovascular disease" is a code of its own).
@@ -158,11 +157,6 @@ class Classification:
             reason = ", ".join(signals) if signals else "no signal"
             parts.append(f"{system} {self.scores[system]:.2f} ({reason})")
         return "classify: " + "; ".join(parts)
-
-
-def words_of(text: str) -> list[str]:
-    """Lower-case words of a term (hyphenated words and apostrophes kept together)."""
-    return _WORD.findall(text.lower().replace("\u2019", "'"))
 
 
 _CLASSIFY = text("SELECT medrag_classify_code_term(:term, :named)")
@@ -230,7 +224,7 @@ RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT coalesce(array_agg(m.found[1] ORDER BY m.n), '{{}}')
-    FROM regexp_matches(lower(replace(term, '\u2019', {apostrophe})), '({sql_regex(_WORD.pattern)})', 'g')
+    FROM regexp_matches(lower(replace(term, '\u2019', {apostrophe})), '({sql_regex(WORD_PATTERN)})', 'g')
          WITH ORDINALITY AS m(found, n)
 $$;
 

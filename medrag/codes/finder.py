@@ -100,29 +100,17 @@ class Embedder(Protocol):
         """The text's embedding."""
 
 
-def validate_term(term: str | None) -> str:
-    """The term single-spaced, or CodeQueryError when it is empty, too long or holds control characters."""
+def clean_term(term: str | None) -> str:
+    """The term single-spaced; CodeQueryError when it holds control characters, which PostgreSQL cannot take.
+
+    What else a query must be (a term neither empty nor too long, top within bounds, known code systems) is checked
+    in one place, medrag_check_code_query (sql/finder.sql), which medrag_find_codes calls: psql, the CLI and the API
+    get the same one-line messages from it.
+    """
     cleaned = " ".join((term or "").split())
-    if not cleaned:
-        raise CodeQueryError("the term is empty; give a clinical term such as \"type 2 diabetes\" or a code "
-                             "such as E0601")
-    if len(cleaned) > MAX_TERM_CHARS:
-        raise CodeQueryError(f"the term is {len(cleaned):,} characters; the limit is {MAX_TERM_CHARS}")
     if any(unicodedata.category(ch) == "Cc" for ch in cleaned):
         raise CodeQueryError("the term contains control characters")
     return cleaned
-
-
-def normalize_systems(names: Sequence[str] | None) -> list[str]:
-    """Code system names as given on the command line ("icd10cm", "HCPCS" ...) in canonical form."""
-    systems = []
-    for name in names or ():
-        system = SYSTEM_ALIASES.get(name.strip().lower())
-        if system is None:
-            raise CodeQueryError(f"unknown code system {name!r}; choose ICD-10-CM or HCPCS")
-        if system not in systems:
-            systems.append(system)
-    return systems
 
 
 # What the lookups search: the term without the words that ask for a code or name the visit, and without the codes
@@ -204,17 +192,15 @@ class CodeFinder:
         CodeSearch.candidates with every code scored and its features (the calibration's fit reads them).
         """
         started = time.perf_counter()
-        term = validate_term(term)
-        if not 1 <= top <= MAX_TOP:
-            raise CodeQueryError(f"top must be between 1 and {MAX_TOP}, not {top}")
-        requested = normalize_systems(systems)
+        term = clean_term(term)
+        requested = list(systems or ()) or None
         self.releases()  # first: on a database never migrated, what is missing is its tables
         external = (self._executor.submit(search_clinical_tables, term, base_url=external_url)
                     if external_url else None)
         try:
             with self.engine.connect() as conn:
                 embedding = self._embedding(conn, term)
-                found = conn.execute(_FIND, {"term": term, "systems": requested or None, "release": release,
+                found = conn.execute(_FIND, {"term": term, "systems": requested, "release": release,
                                              "top": top, "embedding": embedding,
                                              "with_candidates": with_candidates}).scalar_one()
         except DBAPIError as error:

@@ -37,8 +37,8 @@ class CodeRelease:
 def load_releases(conn: Connection) -> dict[str, list[CodeRelease]]:
     """Loaded releases of each code system, current first, then newest label first."""
     rows = conn.execute(text(
-        "SELECT source, label, id, is_current FROM release "
-        "WHERE source IN ('icd10cm', 'hcpcs') AND status IN ('loaded', 'partial') "
+        "SELECT source, label, id, is_current FROM medrag_usable_release "
+        "WHERE source IN ('icd10cm', 'hcpcs') "
         "ORDER BY source, is_current DESC, label DESC"
     )).all()
     systems = {source: system for system, source in DOCUMENT_SOURCE.items()}

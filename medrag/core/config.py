@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from medrag.core.errors import MedragError
-from medrag.sources.registry import specs
+from medrag.core.registry import specs
 
 # The CMS page each registered source is discovered from; a mirror replaces only the scheme + host part.
 CMS_SOURCE_URLS: dict[str, str] = {source.name: source.page_url for source in specs()}

@@ -25,7 +25,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from medrag.sources.registry import document_kind_names
+from medrag.core.registry import document_kind_names
 
 EMBEDDING_DIM = 384
 # Full-text configuration used by the generated tsvector column and by queries; both must agree.

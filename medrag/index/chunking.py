@@ -23,6 +23,7 @@ from tokenizers.normalizers import NFC, NFD, NFKC, NFKD, BertNormalizer, Lowerca
 from tokenizers.pre_tokenizers import BertPreTokenizer, WhitespaceSplit
 
 from medrag.core.errors import MedragError
+from medrag.sources.drafts import Section
 
 DEFAULT_MAX_SEQ_LENGTH = 256
 DEFAULT_OVERLAP_TOKENS = 32
@@ -438,17 +439,6 @@ def chunk_text(
 
 
 # --------------------------------------------------------------------------------------------- sections
-
-
-@dataclass(frozen=True)
-class Section:
-    """A titled span of a document: heading path (e.g. "NCD 240.2 > Indications and Limitations") and text."""
-
-    heading: str
-    text: str
-    section: str | None = None
-    page_start: int | None = None
-    page_end: int | None = None
 
 
 @dataclass(frozen=True)

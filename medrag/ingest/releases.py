@@ -12,10 +12,18 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from medrag.core.errors import MedragError
+from medrag.core.registry import specs
 from medrag.ingest.copy import delete_release_rows
 from medrag.ingest.fetch import FetchRecord
-from medrag.sources.common import LoadReport
-from medrag.sources.registry import specs
+
+
+@dataclass
+class LoadReport:
+    """What a source loader wrote: rows per table, and members the release should have had but did not."""
+
+    rows: dict[str, int] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+    notes: dict[str, object] = field(default_factory=dict)
 
 
 class LoadError(MedragError):
@@ -49,8 +57,8 @@ def loaded_release_with_same_files(conn: Connection, source: str, records: list[
     rows = conn.execute(
         text(
             "SELECT r.label, array_agg(f.url || ' ' || f.sha256 ORDER BY f.url, f.sha256) AS files "
-            "FROM release r JOIN raw_file f ON f.release_id = r.id "
-            "WHERE r.source = :source AND r.status IN ('loaded', 'partial') GROUP BY r.label"
+            "FROM medrag_usable_release r JOIN raw_file f ON f.release_id = r.id "
+            "WHERE r.source = :source GROUP BY r.label"
         ),
         {"source": source},
     ).all()
@@ -169,7 +177,8 @@ def _record_failure(engine: Engine, source: str, label: str, reason: str) -> Non
                     "VALUES (:source, :label, 'failed', jsonb_build_object('error', CAST(:reason AS text))) "
                     "ON CONFLICT (source, label) DO UPDATE SET status_detail = release.status_detail "
                     "|| jsonb_build_object('last_error', CAST(:reason AS text)), "
-                    "status = CASE WHEN release.status IN ('loaded', 'partial') THEN release.status ELSE 'failed' END"
+                    "status = CASE WHEN release.id IN (SELECT id FROM medrag_usable_release) THEN release.status "
+                    "ELSE 'failed' END"
                 ),
                 {"source": source, "label": label, "reason": reason},
             )
@@ -215,7 +224,7 @@ DIFF_SPECS: dict[str, tuple[str, str, tuple[str, ...]]] = {
 
 def newest_loaded_label(conn: Connection, source: str) -> str | None:
     """The label of the source's newest loaded (or partial) release: the one a refresh makes current."""
-    labels = conn.execute(text("SELECT label FROM release WHERE source = :s AND status IN ('loaded', 'partial')"),
+    labels = conn.execute(text("SELECT label FROM medrag_usable_release WHERE source = :s"),
                           {"s": source}).scalars().all()
     return max(labels, key=release_sort_key, default=None)
 
@@ -223,7 +232,7 @@ def newest_loaded_label(conn: Connection, source: str) -> str | None:
 def release_id(conn: Connection, source: str, label: str) -> int:
     """The id of a loaded release, or MedragError naming what exists."""
     found = conn.execute(
-        text("SELECT id FROM release WHERE source = :s AND label = :l AND status IN ('loaded', 'partial')"),
+        text("SELECT id FROM medrag_usable_release WHERE source = :s AND label = :l"),
         {"s": source, "l": label},
     ).scalar()
     if found is None:

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, text
 
 from medrag.core.errors import MedragError
-from medrag.sources.registry import code_kind_names, document_kind_names
+from medrag.core.registry import code_kind_names, document_kind_names
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +161,7 @@ def check_state(conn: Connection, state: str | None) -> None:
         raise QueryError(f"unknown state {state!r}: the current MCD release lists {', '.join(known)}")
 
 
-_RELEASE_LABELS_SQL = text("SELECT DISTINCT label FROM release WHERE status IN ('loaded', 'partial') ORDER BY 1")
+_RELEASE_LABELS_SQL = text("SELECT DISTINCT label FROM medrag_usable_release ORDER BY 1")
 
 
 def check_release(conn: Connection, release: str) -> None:

@@ -252,17 +252,17 @@ def create_app(settings: Settings | None = None, state: ServeState | None = None
         top: Annotated[int, Query(ge=1, le=MAX_TOP, description="Codes per system.")] = DEFAULT_TOP,
     ) -> Response:
         """`medrag codes --json`: codes for a term with confidence, tier, related LCDs and the trace."""
-        from medrag.codes.finder import validate_term
+        from medrag.codes.finder import clean_term
 
-        validate_term(term)
+        clean_term(term)
         search = state.finder().find(term, systems=tuple(system), release=release, top=top)
         return cli_response(search.as_json())
 
     @app.get("/releases", response_model=list[ReleaseRow], responses=ERRORS)
     def releases_route(source: Annotated[str | None, Query(description="Only this source.")] = None) -> Response:
         """`medrag releases list --json`."""
+        from medrag.core.registry import SOURCE_NAMES
         from medrag.ingest.releases import list_releases
-        from medrag.sources.registry import SOURCE_NAMES
 
         if source is not None and source not in SOURCE_NAMES:
             raise MedragError(f"unknown source {source!r}; choose from {', '.join(SOURCE_NAMES)}")

@@ -88,7 +88,7 @@ class ServeState:
 
     def health(self) -> dict[str, Any]:
         """Database, schema, current releases, embedding model and vLLM, each reachable or not, and why."""
-        from medrag.core import migrate
+        from medrag.schema import migrate
 
         database: dict[str, Any] = {"reachable": False}
         releases: dict[str, str] = {}

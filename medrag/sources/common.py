@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from sqlalchemy import Connection, text
+
+from medrag.ingest.releases import LoadReport
 
 # Fetches an HTML page (with the pipeline's retries, timeouts and size cap) and returns its text.
 GetPage = Callable[[str], str]
@@ -28,15 +30,6 @@ class ReleaseCandidate:
 
     label: str | None
     files: list[RemoteFile]
-
-
-@dataclass
-class LoadReport:
-    """What a source loader wrote: rows per table, and members the release should have had but did not."""
-
-    rows: dict[str, int] = field(default_factory=dict)
-    missing: list[str] = field(default_factory=list)
-    notes: dict[str, object] = field(default_factory=dict)
 
 
 class Source(Protocol):

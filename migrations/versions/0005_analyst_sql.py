@@ -1,7 +1,7 @@
 """Analyst SQL surface: views over current data, hybrid search functions, the medrag_reader role.
 
 The views, functions and role live in sql/*.sql (every statement CREATE OR REPLACE), applied by
-medrag.core.migrate after the revisions whenever they change. This revision holds what they need of the schema:
+medrag.schema.migrate after the revisions whenever they change. This revision holds what they need of the schema:
 medrag_synonym (abbreviations and synonyms added to the full-text query) and a trigram index on document titles.
 
 Revision ID: 0005

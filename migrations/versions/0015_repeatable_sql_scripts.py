@@ -1,6 +1,6 @@
 """medrag_sql_script: which version of each repeatable SQL script (views, generated, search, roles) is applied.
 
-medrag.core.migrate applies those scripts after the revisions, only when a script's SHA-256 differs from the one
+medrag.schema.migrate applies those scripts after the revisions, only when a script's SHA-256 differs from the one
 recorded here, so a migrate with nothing changed runs none of them.
 
 Revision ID: 0015

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 
+from medrag.core.data import DataFileError
 from medrag.core.identifiers import HCPCS
-from medrag.index.enrichment import EnrichmentDataError
 
 HCPCS_CATEGORIES_FILE = "hcpcs_categories.csv"
 MODIFIER = "Modifier"
@@ -58,18 +58,18 @@ def parse_hcpcs_categories(text: str, *, source: str = HCPCS_CATEGORIES_FILE) ->
         section, category = (row.get("section") or "").strip(), (row.get("category") or "").strip()
         where = f"{source} line {line}"
         if not (_HCPCS_LEVEL_II_CODE.fullmatch(first) and _HCPCS_LEVEL_II_CODE.fullmatch(last)):
-            raise EnrichmentDataError(f"{where}: {first}-{last} is not a range of HCPCS Level II codes")
+            raise DataFileError(f"{where}: {first}-{last} is not a range of HCPCS Level II codes")
         if first[0] != last[0] or first > last:
-            raise EnrichmentDataError(f"{where}: {first}-{last} is empty or spans two letters")
+            raise DataFileError(f"{where}: {first}-{last} is empty or spans two letters")
         if ranges and ranges[-1].last_code >= first:
-            raise EnrichmentDataError(f"{where}: {first}-{last} overlaps or precedes {ranges[-1].last_code}")
+            raise DataFileError(f"{where}: {first}-{last} overlaps or precedes {ranges[-1].last_code}")
         if not section or not category:
-            raise EnrichmentDataError(f"{where}: a range needs a section and a category title")
+            raise DataFileError(f"{where}: a range needs a section and a category title")
         if sections.setdefault(first[0], section) != section:
-            raise EnrichmentDataError(f"{where}: letter {first[0]} already has section {sections[first[0]]!r}")
+            raise DataFileError(f"{where}: letter {first[0]} already has section {sections[first[0]]!r}")
         ranges.append(HcpcsCategory(section, category, first, last))
     if not ranges:
-        raise EnrichmentDataError(f"{source}: no category ranges")
+        raise DataFileError(f"{source}: no category ranges")
     return tuple(ranges)
 
 

@@ -8,13 +8,12 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from medrag.index.chunking import Section, TokenCounter
-from medrag.index.documents import DocumentDraft, code_budget, rows
-from medrag.index.enrichment import Part, expand_abbreviations, fit_lines, token_budget
+from medrag.core.synonyms import expand_abbreviations
+from medrag.sources.drafts import DocumentDraft, Part, Section, TokenCounting, code_budget, fit_lines, rows
 from medrag.sources.hcpcs.categories import HcpcsCategory, hcpcs_category
 
 
-def build_drafts(conn: Connection, release_id: int, counter: TokenCounter) -> list[DocumentDraft]:
+def build_drafts(conn: Connection, release_id: int, counter: TokenCounting) -> list[DocumentDraft]:
     """One document per HCPCS code, enriched with its category and the current LCDs that list it."""
     lcds: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for row in rows(
@@ -48,11 +47,11 @@ def hcpcs_document_text(
     category: HcpcsCategory,
     lcds: Sequence[tuple[str, str]],
     *,
-    counter: TokenCounter | None = None,
+    counter: TokenCounting,
     max_tokens: int | None = None,
 ) -> str:
     """Embeddable text of one HCPCS record: descriptions, category, expanded abbreviations, LCDs listing it."""
-    counter, max_tokens = token_budget(counter, max_tokens)
+    max_tokens = counter.budget() if max_tokens is None else max_tokens
     code = row["code"]
     long_description = (row.get("long_description") or "").strip()
     short_description = (row.get("short_description") or "").strip()

@@ -19,7 +19,8 @@ from medrag.core.errors import MedragError
 from medrag.ingest.archive import open_zip_safely, read_member
 from medrag.ingest.copy import copy_rows
 from medrag.ingest.links import normalise_space, page_links
-from medrag.sources.common import GetPage, LoadReport, ReleaseCandidate, RemoteFile, write_code_lookups
+from medrag.ingest.releases import LoadReport
+from medrag.sources.common import GetPage, ReleaseCandidate, RemoteFile, write_code_lookups
 
 
 class HcpcsFormatError(MedragError):

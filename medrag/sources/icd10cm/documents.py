@@ -7,12 +7,10 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from medrag.index.chunking import Section, TokenCounter
-from medrag.index.documents import DocumentDraft, code_budget, rows
-from medrag.index.enrichment import Part, fit_lines, non_empty, token_budget
+from medrag.sources.drafts import DocumentDraft, Part, Section, TokenCounting, code_budget, fit_lines, non_empty, rows
 
 
-def build_drafts(conn: Connection, release_id: int, counter: TokenCounter) -> list[DocumentDraft]:
+def build_drafts(conn: Connection, release_id: int, counter: TokenCounting) -> list[DocumentDraft]:
     """One document per ICD-10-CM code with its chapter, section and parents' descriptions."""
     chapters = {r["chapter"]: r["description"] for r in
                 rows(conn, "SELECT chapter, description FROM icd10cm_chapter WHERE release_id = :r", r=release_id)}
@@ -70,11 +68,11 @@ def icd10cm_document_text(
     parent_descriptions: Sequence[str],
     *,
     seventh_characters: Mapping[str, str] | None = None,
-    counter: TokenCounter | None = None,
+    counter: TokenCounting,
     max_tokens: int | None = None,
 ) -> str:
     """Embeddable text of one ICD-10-CM code: description, billability, parents, chapter, section, notes."""
-    counter, max_tokens = token_budget(counter, max_tokens)
+    max_tokens = counter.budget() if max_tokens is None else max_tokens
     description = code_row["description"]
     lines: list[str | Part] = [f"ICD-10-CM {code_row['code']}: {description} ({_billable_text(code_row)})"]
     parents = non_empty(parent_descriptions)

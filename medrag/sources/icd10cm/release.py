@@ -15,7 +15,8 @@ from medrag.core.identifiers import dotted_icd10cm
 from medrag.ingest.archive import safe_extract
 from medrag.ingest.copy import copy_rows
 from medrag.ingest.links import page_links
-from medrag.sources.common import GetPage, LoadReport, ReleaseCandidate, RemoteFile, write_code_lookups
+from medrag.ingest.releases import LoadReport
+from medrag.sources.common import GetPage, ReleaseCandidate, RemoteFile, write_code_lookups
 from medrag.sources.icd10cm.index import INDEX_ENTRY_COLUMNS, index_member_kind, index_rows, parse_index_files
 from medrag.sources.icd10cm.xmlfile import Icd10cmFormatError, parse_xml_safely
 from medrag.sources.icd10cm.xmlfile import clean_text as _clean

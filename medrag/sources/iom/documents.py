@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from sqlalchemy import Connection
 
-from medrag.index.chunking import Section, TokenCounter
-from medrag.index.documents import DocumentDraft, rows
+from medrag.sources.drafts import DocumentDraft, Section, TokenCounting, rows
 
 
-def build_drafts(conn: Connection, release_id: int, counter: TokenCounter) -> list[DocumentDraft]:
+def build_drafts(conn: Connection, release_id: int, counter: TokenCounting) -> list[DocumentDraft]:
     """One document per IOM section, keyed manual/chapter/section (e.g. 100-02/15/110), with its page range."""
     from medrag.sources.iom.release import chapter_from_file_name
 

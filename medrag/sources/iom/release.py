@@ -28,7 +28,8 @@ from sqlalchemy import Connection
 
 from medrag.core.errors import MedragError
 from medrag.ingest.copy import copy_rows
-from medrag.sources.common import GetPage, LoadReport, ReleaseCandidate, RemoteFile
+from medrag.ingest.releases import LoadReport
+from medrag.sources.common import GetPage, ReleaseCandidate, RemoteFile
 
 IOM_INDEX_URL = "https://www.cms.gov/medicare/regulations-guidance/manuals/internet-only-manuals-ioms"
 DEFAULT_MANUALS: tuple[str, ...] = ("100-02", "100-03", "100-04")

@@ -7,8 +7,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from medrag.index.chunking import Section, TokenCounter
-from medrag.index.documents import DocumentDraft, day, rows
+from medrag.sources.drafts import DocumentDraft, Section, TokenCounting, day, rows
 
 NCD_URL = "https://www.cms.gov/medicare-coverage-database/view/ncd.aspx?NCDId={ncd_id}&ncdver={version}"
 LCD_URL = "https://www.cms.gov/medicare-coverage-database/view/lcd.aspx?LCDId={lcd_id}"
@@ -77,7 +76,7 @@ def _keywords(prefix: str, keywords: str | None) -> list[Section]:
     return [Section(heading=f"{prefix} > {KEYWORDS_HEADING}", text=keywords.strip(), section=KEYWORDS_HEADING)]
 
 
-def build_drafts(conn: Connection, release_id: int, counter: TokenCounter) -> list[DocumentDraft]:
+def build_drafts(conn: Connection, release_id: int, counter: TokenCounting) -> list[DocumentDraft]:
     """NCD documents (every version, sections per narrative) and LCD / Article documents when present."""
     from medrag.sources.htmltext import html_to_text
 

@@ -24,7 +24,8 @@ from medrag.core.errors import MedragError
 from medrag.ingest.archive import extract_nested
 from medrag.ingest.copy import copy_rows
 from medrag.ingest.links import page_links
-from medrag.sources.common import GetPage, LoadReport, ReleaseCandidate, RemoteFile
+from medrag.ingest.releases import LoadReport
+from medrag.sources.common import GetPage, ReleaseCandidate, RemoteFile
 from medrag.sources.htmltext import html_to_text
 
 PARTS: tuple[str, ...] = ("ncd", "lcd", "article")

@@ -4,7 +4,7 @@ One script, `generated.sql` in medrag_sql_script, hash-checked like the hand-wri
 the code sets' names (medrag.core.identifiers), the search's tuned numbers (medrag.retrieval.settings), the code
 finder's scoring numbers and word lists (medrag.codes.consolidate), its synonym table (medrag.codes.synonyms),
 classification (medrag.codes.classify) and term analysis (medrag.codes.terms), and the document kinds with their
-search groups and vector indexes (medrag.sources.registry). A new document kind needs no SQL edit here.
+search groups and vector indexes (medrag.core.registry). A new document kind needs no SQL edit here.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from medrag.codes.finder import finder_settings_sql
 from medrag.codes.synonyms import synonyms_sql
 from medrag.codes.terms import term_query_sql
 from medrag.core.identifiers import default_cue_sql, identifiers_sql, named_code_set_sql
+from medrag.core.registry import CODE_GROUP, POLICY_GROUP, document_kinds
 from medrag.retrieval.settings import search_settings_sql
-from medrag.sources.registry import CODE_GROUP, POLICY_GROUP, document_kinds
 
 GENERATED_SCRIPT = "generated.sql"
 

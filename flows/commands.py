@@ -23,7 +23,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from medrag.core.errors import MedragError
-from medrag.sources.registry import SOURCE_NAMES
+from medrag.core.registry import SOURCE_NAMES
 
 # Where `prefect server start --host 127.0.0.1` listens; used when neither the environment nor a Prefect profile
 # names a server.

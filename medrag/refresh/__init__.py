@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from sqlalchemy import Engine, text
 
 from medrag.core.config import Settings
-from medrag.index.documents import DocumentStats, build_documents, make_current
-from medrag.ingest import fetch_and_load as pipeline
+from medrag.core.registry import SOURCE_NAMES, spec
 from medrag.ingest.releases import LoadOutcome, newest_loaded_label
-from medrag.sources.registry import SOURCE_NAMES, spec
+from medrag.refresh import fetch_and_load as pipeline
+from medrag.refresh.documents import DocumentStats, build_documents, make_current
 
 Progress = Callable[[str], None]
 

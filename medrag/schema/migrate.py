@@ -6,7 +6,7 @@ Two kinds of change, each applied its own way:
   out in full: a revision never reads a file that may have changed since it was written.
 - The analyst SQL surface (views, search and code-scoring functions, the medrag_reader role's grants) lives in
   `sql/views.sql`, `sql/search.sql`, `sql/codes.sql` and `sql/roles.sql`, and in `generated.sql`, rendered from the
-  Python rules SQL must share (medrag.retrieval.generated_sql): functions and views only. `upgrade` applies them
+  Python rules SQL must share (medrag.schema.generated_sql): functions and views only. `upgrade` applies them
   after the revisions, once the database is at head, as Flyway applies repeatable scripts: in one transaction, only
   when one of them differs from what medrag_sql_script recorded (by SHA-256), and then all of them in order, since a
   function re-created by search.sql loses the rights roles.sql gave it.
@@ -43,7 +43,7 @@ MIGRATIONS_DIR = Path(str(resources.files("medrag.migrations")))
 SQL_DIR = Path(str(resources.files("medrag.sql")))
 
 # views.sql first and roles.sql last: roles.sql grants on the views and makes search.sql's functions SECURITY DEFINER.
-# generated.sql is rendered from the Python definitions it must agree with (medrag.retrieval.generated_sql).
+# generated.sql is rendered from the Python definitions it must agree with (medrag.schema.generated_sql).
 REPEATABLE_SCRIPTS = ("views.sql", "generated.sql", "search.sql", "codes.sql", "finder.sql", "roles.sql")
 READER_ROLE = "medrag_reader"
 _CREATED_FUNCTION = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+(\w+)", re.IGNORECASE)
@@ -112,7 +112,7 @@ def current_revision(url: str) -> str | None:
 def script_texts() -> dict[str, str]:
     """The repeatable scripts as they are now, by name, in the order they run."""
     # the schema's builder reads the rules it renders from where they are defined (identifiers, settings, sources)
-    from medrag.retrieval.generated_sql import GENERATED_SCRIPT, generated_script
+    from medrag.schema.generated_sql import GENERATED_SCRIPT, generated_script
 
     return {name: generated_script() if name == GENERATED_SCRIPT else (SQL_DIR / name).read_text()
             for name in REPEATABLE_SCRIPTS}

@@ -21,18 +21,13 @@ from medrag.core.errors import MedragError
 from medrag.ingest.fetch import FetchRecord, fetch, get_text
 from medrag.ingest.manifest import Manifest, ManifestError
 from medrag.ingest.releases import LoadOutcome, load_release, loaded_release_with_same_files
-from medrag.sources.common import ReleaseCandidate, Source, quarter_label
-from medrag.sources.registry import spec
+from medrag.sources.common import ReleaseCandidate, quarter_label
+from medrag.sources.handlers import release_handler
 
 PAGE_MAX_BYTES = 20 * 1024 * 1024
 STATE_DIR = "_state"  # conditional-request state (ETag, Last-Modified, hash) of the latest fetch per URL
 
 Progress = Callable[[str], None]
-
-
-def get_source(name: str) -> Source:
-    """The registered source's release handling (discover, tables, load); an unknown name is a MedragError."""
-    return spec(name).release()
 
 
 @dataclass
@@ -108,7 +103,7 @@ def fetch_source(
     progress: Progress | None = None,
 ) -> list[FetchedRelease]:
     """Discover the source's releases, download the chosen ones (conditionally unless forced), save manifests."""
-    source = get_source(source_name)
+    source = release_handler(source_name)
     limits = {"timeout": settings.http_timeout, "retries": settings.http_retries, "backoff": 0.5}
     store = settings.downloads_dir / source_name
     state = Manifest.load_or_new(store / STATE_DIR, source_name, "latest")
@@ -166,7 +161,7 @@ def load_fetched(
 
     promote: make it current at once (False: the refresh does it with its documents).
     """
-    source = get_source(fetched.source)
+    source = release_handler(fetched.source)
     with engine.connect() as conn:
         same = loaded_release_with_same_files(conn, fetched.source, fetched.records)
     if same and not force:

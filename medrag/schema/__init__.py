@@ -1,0 +1,1 @@
+"""The database surface: Alembic revisions, then the repeatable SQL scripts, some rendered from the Python rules."""
