@@ -1,5 +1,5 @@
 -- The code finder's scoring (medrag/codes/consolidate.py sends the candidates its lookups found; every statement is
--- CREATE OR REPLACE). A repeatable script like sql/search.sql: medrag.core.migrate runs it whenever it changes. The
+-- CREATE OR REPLACE). A repeatable script like sql/search.sql: medrag.schema.migrate runs it whenever it changes. The
 -- numbers it weighs evidence by are named in Python and rendered into generated.sql (medrag_code_settings); the
 -- details it reads (medrag_code_detail) are written by the loaders (revision 0025 says what each column holds).
 --

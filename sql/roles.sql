@@ -12,8 +12,8 @@ $$;
 
 GRANT USAGE ON SCHEMA public TO medrag_reader;
 GRANT SELECT ON v_chunk, v_hcpcs_current, v_icd10cm_current, v_ncd_current, v_lcd_hcpcs, v_release_history,
-    v_icd10cm_history, v_hcpcs_history, v_icd10cm_index, v_icd10cm_drug, v_icd10cm_neoplasm, medrag_usable_release
-    TO medrag_reader;
+    v_icd10cm_history, v_hcpcs_history, v_icd10cm_index, v_icd10cm_drug, v_icd10cm_neoplasm, medrag_usable_release,
+    medrag_synonym, medrag_search_synonym, medrag_finder_synonym TO medrag_reader;
 
 -- The search functions read base tables the reader cannot: they run with their owner's rights, on a fixed path.
 ALTER FUNCTION medrag_search(vector, text, integer, jsonb) SECURITY DEFINER SET search_path = public, pg_temp;

@@ -11,11 +11,11 @@
 --   manual      "100-02", chapter "15"   IOM manual / chapter
 -- Contractor and state narrow local determinations only: national NCDs, manuals and code sets apply everywhere.
 
--- A repeatable script: medrag.core.migrate runs it (after sql/views.sql and the generated script, before
--- sql/roles.sql) whenever it changes, so it holds functions only; the tables it reads (medrag_synonym, medrag_term,
+-- A repeatable script: medrag.schema.migrate runs it (after sql/views.sql and the generated script, before
+-- sql/roles.sql) whenever it changes, so it holds functions only; the tables it reads (medrag_synonym, through medrag_search_synonym, medrag_term,
 -- medrag_word, medrag_code_wording, medrag_code_word) are made by the revisions in migrations/versions/, which say
 -- what each holds.
--- Rendered from Python into generated.sql (medrag/retrieval/generated_sql.py), because Python reads the same rules:
+-- Rendered from Python into generated.sql (medrag/schema/generated_sql.py), because Python reads the same rules:
 -- medrag_query_identifiers (identifier shapes, medrag/core/identifiers.py), medrag_search_settings (the tuned
 -- numbers, medrag/retrieval/settings.py), medrag_document_group and medrag_nearest (the document kinds and their
 -- groups, medrag/sources/registry.py).
@@ -138,7 +138,7 @@ AS $$
     SELECT (SELECT count(*) FROM medrag_word known WHERE known.word = typed_word) > 0
         OR (SELECT count(*) FROM medrag_term known
             WHERE known.lexeme = (tsvector_to_array(to_tsvector('english', typed_word)))[1]) > 0
-        OR (SELECT count(*) FROM medrag_synonym known
+        OR (SELECT count(*) FROM medrag_search_synonym known
             WHERE ' ' || known.term || ' ' LIKE '% ' || typed_word || ' %') > 0
 $$;
 
@@ -215,7 +215,7 @@ AS $$
                (SELECT min(coalesce(t.ndoc, 0))
                 FROM unnest(tsvector_to_array(to_tsvector('english', s.expansion))) AS part(lexeme)
                 LEFT JOIN medrag_term t ON t.lexeme = part.lexeme) AS ndoc
-        FROM typed, medrag_synonym s
+        FROM typed, medrag_search_synonym s
         WHERE typed.padded_words LIKE '% ' || s.term || ' %'
           AND plainto_tsquery('english', s.expansion)::text <> ''
     ),

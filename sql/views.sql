@@ -6,6 +6,13 @@
 CREATE OR REPLACE VIEW medrag_usable_release AS
 SELECT * FROM release WHERE status IN ('loaded', 'partial');
 
+-- What the full-text query adds to a query's words (medrag_text_queries, medrag_known_word): every row of the synonym
+-- table but the exact-case document abbreviations (in a lower-cased query "hearing aids" must not bring AIDS's
+-- wording), its term spelt as the query is split. A term and expansion two rows share come twice: the query's
+-- expansions are a set (UNION) and a known word is counted as present or not.
+CREATE OR REPLACE VIEW medrag_search_synonym AS
+SELECT search_term AS term, expansion FROM medrag_synonym WHERE documents <> 'exact';
+
 -- Every chunk with its document's metadata; `is_current` follows the document's release.
 CREATE OR REPLACE VIEW v_chunk AS
 SELECT c.id AS chunk_id, d.id AS document_id, d.source, d.key, d.version, d.title, c.heading, c.section, c.ordinal,

@@ -8,6 +8,7 @@ from sqlalchemy import text
 
 from medrag.codes.classify import HCPCS, ICD10CM, SEARCH_THRESHOLD, SYSTEMS, classify
 from medrag.codes.terms import SYNONYM, TYPED, analyze_term
+from medrag.core.synonyms import synonym_rows
 
 
 @pytest.mark.parametrize(("term", "systems"), [
@@ -24,6 +25,32 @@ def test_terms_are_classified_by_their_signals(engine, term, systems) -> None:
     scores = classify(engine, term).scores
     heard = [system for system in SYSTEMS if scores[system] >= SEARCH_THRESHOLD] or list(SYSTEMS)
     assert sorted(heard) == sorted(systems)
+
+
+def test_the_finder_matches_its_part_of_the_one_synonym_table(engine) -> None:
+    """medrag_finder_synonym: the query terms, plus the any-case document abbreviations no query term defines."""
+    with engine.connect() as conn:
+        def matches(words: list[str]) -> list[tuple]:
+            return [tuple(row) for row in conn.execute(
+                text("SELECT term, start_at, end_at FROM medrag_code_synonym_matches(:w)"), {"w": words})]
+
+        assert matches("my heart attack and copd".split()) == [("heart attack", 1, 3), ("copd", 4, 5)]
+        assert matches(["behind-the-ear", "hearing", "aid"]) == [("behind the ear", 0, 1)]  # a hyphenated word
+        entries = conn.execute(text("SELECT medrag_code_synonyms()")).scalar_one()
+        stored = conn.execute(text("SELECT count(*) FROM medrag_synonym")).scalar_one()
+    assert stored == len(synonym_rows())
+    assert entries["zofran"] == {"expansions": ["ondansetron"], "kind": "brand", "systems": [HCPCS]}
+    assert entries["esrd"]["systems"] == [ICD10CM, HCPCS]  # the query term's own row, not the HCPCS abbreviation's
+    assert entries["tens"]["systems"] == []  # a document abbreviation no query term defines, lower-cased
+    assert "aids" not in entries  # an exact-case abbreviation (AIDS) is an ordinary word in a lower-cased term
+
+
+def test_the_search_expands_no_abbreviation_that_is_also_an_ordinary_word(engine) -> None:
+    with engine.connect() as conn:
+        terms = set(conn.execute(text("SELECT term FROM medrag_search_synonym")).scalars())
+    # the search lower-cases the query: "hearing aids", "pap smear" must not bring AIDS's or PAP's wording
+    assert not terms & {"aids", "pap", "rad"}
+    assert {"cpap", "dme", "behind the ear", "both ears", "a fib"} <= terms
 
 
 def test_multi_intent_term_scores_both_systems(engine) -> None:

@@ -10,23 +10,21 @@ from medrag.codes.classify import HCPCS, ICD10CM
 from medrag.codes.evaluation import DevSetError, read_dev_set
 from medrag.codes.finder import CodeQueryError, clean_term
 from medrag.core.data import DataFileError
-from medrag.core.synonyms import finder_synonyms, parse_synonyms
+from medrag.core.synonyms import parse_synonyms, synonym_rows
 
 HEADER = "term,expansion,kind,system,documents\n"
 
 
 def test_packaged_synonym_table_is_well_formed() -> None:
-    table = finder_synonyms()
-    assert len(table) >= 100
+    rows = synonym_rows()
+    query_terms = {row.term: row for row in rows if not row.documents}
+    assert len(query_terms) >= 100
     for term in ("dme", "cpap", "copd", "esrd"):
-        assert table.get(term).kind == "abbreviation"
-    assert table.get("zofran").expansions == ("ondansetron",)
-    assert table.get("zofran").systems == (HCPCS,)
-    assert table.get("esrd").systems == (ICD10CM, HCPCS)
-    matches = table.matches("my heart attack and copd".split())
-    assert [(match.phrase, match.start, match.end) for match in matches] == [("heart attack", 1, 3), ("copd", 4, 5)]
-    hyphenated = table.matches(["behind-the-ear", "hearing", "aid"])  # a hyphenated word is its words apart
-    assert [(match.entry.term, match.start, match.end) for match in hyphenated] == [("behind the ear", 0, 1)]
+        assert query_terms[term].kind == "abbreviation"
+    assert [row.expansion for row in rows if row.term == "zofran"] == ["ondansetron"]
+    assert query_terms["zofran"].systems == (HCPCS,)
+    assert query_terms["esrd"].systems == (ICD10CM, HCPCS)
+    assert {row.documents for row in rows} == {"", "any_case", "exact"}
 
 
 @pytest.mark.parametrize(("csv_text", "message"), [
@@ -46,14 +44,10 @@ def test_malformed_synonym_tables_are_rejected(csv_text, message) -> None:
         parse_synonyms(csv_text, "test.csv")
 
 
-def test_a_document_abbreviation_keeps_its_case_and_serves_the_finder_only_where_no_query_term_is_its_own() -> None:
+def test_a_document_abbreviation_keeps_its_case() -> None:
     rows = parse_synonyms(HEADER + "CPAP,continuous positive airway pressure,abbreviation,,any_case\n"
                           "copd,chronic obstructive pulmonary disease,abbreviation,ICD-10-CM,\n")
     assert [(row.term, row.documents) for row in rows] == [("CPAP", "any_case"), ("copd", "")]
-    table = finder_synonyms()
-    assert table.get("cpap").expansions == ("continuous positive airway pressure",)
-    assert table.get("copd").systems == (ICD10CM,)  # the query term's own row, not the HCPCS abbreviation's
-    assert table.get("aids") is None  # an exact-case abbreviation (AIDS) is an ordinary word in lower case
 
 
 def test_the_python_door_cleans_a_term_and_refuses_control_characters() -> None:

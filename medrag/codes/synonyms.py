@@ -1,29 +1,48 @@
-"""The code finder's synonyms in SQL: its part of the one synonym table (medrag.core.synonyms), rendered into
-generated.sql so that the term's analysis in PostgreSQL matches the same terms as the Python rules.
+"""The code finder's synonyms in SQL: its view of the one synonym table (medrag_synonym, written from
+medrag.core.synonyms), and the term matching the term's analysis runs over it, rendered into generated.sql.
 """
 
 from __future__ import annotations
 
-import json
-
-from medrag.core.synonyms import finder_synonyms
+from medrag.codes.classify import sql_regex
+from medrag.core.words import TERM
 
 
 def synonyms_sql() -> str:
-    """medrag_code_synonyms() and medrag_code_synonym_matches(words): the finder's part of the synonym table, for
-    the term analysis in SQL, rendered into generated.sql."""
-    table = finder_synonyms()
-    entries = {term: {"expansions": list(entry.expansions), "kind": entry.kind, "systems": list(entry.systems)}
-               for term, entry in table.entries.items()}
-    literal = json.dumps(entries, sort_keys=True).replace("'", "''")
+    """medrag_finder_synonym, medrag_code_synonyms() and medrag_code_synonym_matches(words): the finder's part of the
+    synonym table, for the term analysis in SQL, rendered into generated.sql."""
     return f"""
--- The code finder's part of the synonym table (medrag/data/synonyms.csv, read by medrag/core/synonyms.py): term ->
--- expansions, kind and the systems it hints at. Rendered by medrag/codes/synonyms.py.
+-- The code finder's part of the synonym table: the lower-case query terms (rows that do not expand code documents),
+-- plus the abbreviations code documents expand in any case that no query term defines, lower-cased (an exact-case
+-- one, AIDS / aids, is an ordinary word in a lower-cased term).
+CREATE OR REPLACE VIEW medrag_finder_synonym AS
+SELECT s.position, lower(s.term) AS term, s.expansion, s.kind, s.systems
+FROM medrag_synonym s
+WHERE s.documents = ''
+   OR (s.documents = 'any_case' AND lower(s.term) ~ '^(?:{sql_regex(TERM.pattern)})$'
+       AND NOT EXISTS (SELECT 1 FROM medrag_synonym q WHERE q.documents = '' AND q.term = lower(s.term)));
+
+-- The finder's synonyms as one jsonb: term -> expansions (in the table's order), kind and the systems it hints at.
+-- IMMUTABLE though it reads medrag_synonym: only generated.sql writes that table, in the transaction that
+-- re-creates this function, so the planner may compute it once per plan instead of once per call.
 CREATE OR REPLACE FUNCTION medrag_code_synonyms()
 RETURNS jsonb
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT '{literal}'::jsonb
+    SELECT coalesce(jsonb_object_agg(f.term, jsonb_build_object('expansions', f.expansions, 'kind', f.kind,
+                                                               'systems', f.systems)), '{{}}')
+    FROM (SELECT term, jsonb_agg(expansion ORDER BY position) AS expansions,
+                 (array_agg(kind ORDER BY position))[1] AS kind,
+                 jsonb_agg(to_jsonb(systems) ORDER BY position) -> 0 AS systems
+          FROM medrag_finder_synonym GROUP BY term) f
+$$;
+
+-- The most words a term of the finder's synonyms has (IMMUTABLE for the reason above).
+CREATE OR REPLACE FUNCTION medrag_code_synonym_longest()
+RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT coalesce(max(cardinality(string_to_array(term, ' '))), 0) FROM medrag_finder_synonym
 $$;
 
 -- Where the table's terms occur in a term's words, scanning left to right and preferring the longest term, without
@@ -35,7 +54,7 @@ LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
 DECLARE
     entries constant jsonb := medrag_code_synonyms();
-    longest constant integer := {table.longest};
+    longest constant integer := medrag_code_synonym_longest();
     total constant integer := coalesce(cardinality(words), 0);
     i integer := 1;
     length integer;

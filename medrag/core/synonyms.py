@@ -1,15 +1,17 @@
 """The words coders use for what code descriptions and policies say: abbreviations, lay terms and brand names.
 
-One table, ``data/synonyms.csv``, read here and nowhere else. Each row maps a term as people write it ("copd",
-"heart attack", "zofran", "CPAP") to wording the code tables and policies use, with its kind and the code system
-it points to. Three readers take their part of it:
+One table, ``data/synonyms.csv``, read here and nowhere else, and written whole into the database's medrag_synonym
+(by generated.sql, from `synonym_rows_sql`). Each row maps a term as people write it ("copd", "heart attack",
+"zofran", "CPAP") to wording the code tables and policies use, with its kind and the code system it points to.
+Three readers take their part of it:
 
-- code documents (medrag.sources): the rows with a ``documents`` value spell out an abbreviation found in a code's
-  description, matched in any case (``any_case``) or only as written (``exact``: AIDS, not hearing aids);
-- the code finder (medrag_code_synonyms in SQL, rendered from `finder_synonyms`): the lower-case query terms, plus
-  the ``any_case`` document abbreviations the query terms do not define;
-- the full-text search (the medrag_synonym table, written from `search_synonyms`): every row but the ``exact``
-  ones, its term spelt as the search splits a query.
+- code documents (medrag.sources, through `expand_abbreviations`): the rows with a ``documents`` value spell out
+  an abbreviation found in a code's description, matched in any case (``any_case``) or only as written
+  (``exact``: AIDS, not hearing aids);
+- the code finder (the view medrag_finder_synonym, sql rendered by medrag.codes.synonyms): the lower-case query
+  terms (rows without a ``documents`` value), plus the ``any_case`` document abbreviations no query term defines;
+- the full-text search (the view medrag_search_synonym, sql/views.sql): every row but the ``exact`` ones, its term
+  spelt as the search splits a query.
 """
 
 from __future__ import annotations
@@ -29,8 +31,6 @@ KINDS = ("abbreviation", "lay", "brand", "variant")
 SYSTEM_VALUES = {"ICD-10-CM": ("ICD-10-CM",), "HCPCS": ("HCPCS",), "both": ("ICD-10-CM", "HCPCS"), "": ()}
 # How a row expands code documents' text: not at all (""), in any case, or only in the case written.
 DOCUMENT_MATCHES = ("", "any_case", "exact")
-# What the full-text search keeps of a query: lower case, runs of anything but letters and digits one space.
-_NON_WORD = re.compile(r"[^a-z0-9]+")
 
 
 @dataclass(frozen=True)
@@ -42,70 +42,6 @@ class SynonymRow:
     kind: str
     systems: tuple[str, ...]
     documents: str
-
-
-@dataclass(frozen=True)
-class SynonymEntry:
-    """One term with the wordings it may stand for and the systems it hints at."""
-
-    term: str
-    expansions: tuple[str, ...]
-    kind: str
-    systems: tuple[str, ...]
-
-    @property
-    def words(self) -> tuple[str, ...]:
-        """The term's words, as a term's words are split (lower case)."""
-        return tuple(self.term.split())
-
-
-@dataclass(frozen=True)
-class SynonymMatch:
-    """Where an entry's term occurs in a list of words: words[start:end]."""
-
-    entry: SynonymEntry
-    start: int
-    end: int
-
-    @property
-    def phrase(self) -> str:
-        """The matched words as typed (lower case)."""
-        return self.entry.term
-
-
-class SynonymTable:
-    """Terms to expansions, matched on whole words, longest term first, without overlaps."""
-
-    def __init__(self, entries: list[SynonymEntry]) -> None:
-        self.entries = {entry.term: entry for entry in entries}
-        self.longest = max((len(entry.words) for entry in entries), default=0)
-
-    def __len__(self) -> int:
-        return len(self.entries)
-
-    def get(self, term: str) -> SynonymEntry | None:
-        """The entry for a term (lower case, single-spaced), if any."""
-        return self.entries.get(term)
-
-    def matches(self, words: list[str] | tuple[str, ...]) -> list[SynonymMatch]:
-        """Entries whose term occurs in words, scanning left to right and preferring the longest term.
-
-        A hyphenated word is also its words apart: "behind-the-ear" is the term "behind the ear".
-        """
-        found, index = [], 0
-        while index < len(words):
-            for length in range(min(self.longest, len(words) - index), 0, -1):
-                phrase = " ".join(words[index:index + length])
-                entry = self.entries.get(phrase)
-                if entry is None and length == 1:
-                    entry = self.entries.get(phrase.replace("-", " "))
-                if entry is not None:
-                    found.append(SynonymMatch(entry, index, index + length))
-                    index += length
-                    break
-            else:
-                index += 1
-        return found
 
 
 def _checked_row(row: dict[str, str | None], where: str) -> SynonymRow:
@@ -154,39 +90,24 @@ def synonym_rows() -> tuple[SynonymRow, ...]:
     return parse_synonyms(data_text(SYNONYMS_FILE))
 
 
-def _grouped(rows: list[SynonymRow]) -> list[SynonymEntry]:
-    grouped: dict[str, SynonymEntry] = {}
-    for row in rows:
-        previous = grouped.get(row.term)
-        expansions = (*previous.expansions, row.expansion) if previous else (row.expansion,)
-        grouped[row.term] = SynonymEntry(row.term, expansions, row.kind, row.systems)
-    return list(grouped.values())
+def _sql_text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
 
 
-def query_entries() -> list[SynonymEntry]:
-    """The lower-case query terms (the rows that do not expand code documents), grouped by term."""
-    return _grouped([row for row in synonym_rows() if not row.documents])
-
-
-@cache
-def finder_synonyms() -> SynonymTable:
-    """What the code finder matches a term's words against: the query terms, plus the document abbreviations that
-    match in any case and that no query term defines (an ``exact`` one, AIDS / aids, is unsafe in lower case)."""
-    entries = query_entries()
-    known = {entry.term for entry in entries}
-    abbreviations = [
-        SynonymRow(row.term.lower(), row.expansion, row.kind, row.systems, row.documents)
-        for row in synonym_rows()
-        if row.documents == "any_case" and TERM.fullmatch(row.term.lower()) and row.term.lower() not in known
-    ]
-    return SynonymTable(entries + _grouped(abbreviations))
-
-
-def search_synonyms() -> set[tuple[str, str]]:
-    """(term, expansion) pairs the full-text query adds, its terms as medrag_text_queries sees a query."""
-    # the search matches terms in the lower-cased query: "hearing aids" must not expand to AIDS's wording
-    return {(_NON_WORD.sub(" ", row.term.lower()).strip(), row.expansion)
-            for row in synonym_rows() if row.documents != "exact"}
+def synonym_rows_sql() -> str:
+    """The statements that make medrag_synonym hold every row of the table, in file order (for generated.sql)."""
+    values = ",\n    ".join(
+        f"({position}, {_sql_text(row.term)}, {_sql_text(row.expansion)}, {_sql_text(row.kind)}, "
+        f"ARRAY[{', '.join(_sql_text(system) for system in row.systems)}]::text[], {_sql_text(row.documents)})"
+        for position, row in enumerate(synonym_rows(), start=1))
+    return f"""
+-- The synonym table (medrag/data/synonyms.csv, read by medrag/core/synonyms.py), row by row in file order. Every
+-- reader reads it here: the full-text search through medrag_search_synonym, the code finder through
+-- medrag_finder_synonym; the code documents were written from the same rows.
+DELETE FROM medrag_synonym;
+INSERT INTO medrag_synonym (position, term, expansion, kind, systems, documents) VALUES
+    {values};
+"""
 
 
 # --------------------------------------------------------------------------------------------- code documents

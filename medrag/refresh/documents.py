@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from sqlalchemy import Connection, Engine, text
 
 from medrag.core.registry import spec
-from medrag.core.synonyms import search_synonyms
 from medrag.index.chunking import TokenCounter, default_token_counter
 from medrag.index.documents import write_drafts
 from medrag.ingest.releases import promote_if_newest, release_id
@@ -25,18 +24,6 @@ class DocumentStats:
     chunks: int = 0
     seconds: float = 0.0
     skipped: bool = False
-
-
-def sync_synonyms(conn: Connection) -> int:
-    """Make medrag_synonym (the full-text query's expansions) equal to the repo's tables; rows changed."""
-    wanted = search_synonyms()
-    stored = {tuple(row) for row in conn.execute(text("SELECT term, expansion FROM medrag_synonym"))}
-    if wanted == stored:  # the usual case: a refresh rewrites nothing
-        return 0
-    conn.execute(text("DELETE FROM medrag_synonym"))
-    conn.execute(text("INSERT INTO medrag_synonym (term, expansion) VALUES (:term, :expansion)"),
-                 [{"term": term, "expansion": expansion} for term, expansion in sorted(wanted)])
-    return len(wanted ^ stored)
 
 
 def refresh_term_counts(conn: Connection) -> int:
@@ -65,7 +52,6 @@ def make_current(engine: Engine, source: str, label: str) -> bool:
             return False  # an unchanged refresh writes nothing here
         promote_if_newest(conn, source, target, label)
         if sync_current_documents(conn):
-            sync_synonyms(conn)
             refresh_term_counts(conn)
     return True
 
@@ -118,7 +104,6 @@ def build_documents(
             # a release without documents (an IOM release whose PDFs hold no sections) is rebuilt every time
             documents_changed = bool(existing or drafts)
         currency_changed = sync_current_documents(conn)
-        sync_synonyms(conn)
         # the counts are over current chunks: a release not current yet changes them when it becomes current
         if (documents_changed and release.is_current) or currency_changed:
             refresh_term_counts(conn)

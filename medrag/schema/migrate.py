@@ -6,7 +6,8 @@ Two kinds of change, each applied its own way:
   out in full: a revision never reads a file that may have changed since it was written.
 - The analyst SQL surface (views, search and code-scoring functions, the medrag_reader role's grants) lives in
   `sql/views.sql`, `sql/search.sql`, `sql/codes.sql` and `sql/roles.sql`, and in `generated.sql`, rendered from the
-  Python rules SQL must share (medrag.schema.generated_sql): functions and views only. `upgrade` applies them
+  Python rules SQL must share (medrag.schema.generated_sql): functions, views and the synonym table's rows
+  (medrag_synonym, written whole from medrag/data/synonyms.csv). `upgrade` applies them
   after the revisions, once the database is at head, as Flyway applies repeatable scripts: in one transaction, only
   when one of them differs from what medrag_sql_script recorded (by SHA-256), and then all of them in order, since a
   function re-created by search.sql loses the rights roles.sql gave it.
