@@ -34,7 +34,7 @@ def test_a_command_on_a_database_never_migrated_says_so_in_one_line(empty_db_url
     outcome = CliRunner().invoke(main, ["codes", "breast cancer"])
     assert outcome.exit_code == 2, outcome.output
     assert outcome.stderr.strip().splitlines() == [
-        'medrag: error: the database lacks medrag\'s schema (relation "release" does not exist): '
+        'medrag: error: the database lacks medrag\'s schema (relation "medrag_usable_release" does not exist): '
         "run `medrag db migrate`"]
 
 
