@@ -316,6 +316,22 @@ def render_bench_serve(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def render_check(report: dict[str, Any]) -> list[str]:
+    """`medrag eval check --json`: per rule, the verdicts judged, accuracy and the precision and recall of errors."""
+    rows = [[rule, figures["judged"], figures["accuracy"], figures["error_precision"], figures["error_recall"]]
+            for rule, figures in need(report, "by_rule").items()]
+    lines = [f"{need(report, 'lines')} lines, {need(report, 'judgements')} judged rule verdicts, accuracy "
+             f"{cell(need(report, 'accuracy'))}; misses: {len(need(report, 'misses'))}", ""]
+    return lines + table(["rule", "judged", "accuracy", "error precision", "error recall"], rows)
+
+
+def render_bench_check(report: dict[str, Any]) -> list[str]:
+    """benchmarks/check.py: lines per second through `medrag check FILE`, and the statement alone."""
+    rows = [[run["what"], run["lines"], run["seconds"], run["lines_per_s"], run.get("cpu_s_per_1000_lines")]
+            for run in need(report, "runs")]
+    return table(["run", "lines", "seconds", "lines/s", "CPU s per 1,000 lines (client + PostgreSQL)"], rows)
+
+
 def render_other(report: Any) -> list[str]:
     """Any other result file: its values, flattened."""
     return table(["key", "value"], [[key or "(value)", value] for key, value in flatten(report)])
@@ -360,6 +376,12 @@ KINDS = (
          render_bench_codes),
     Kind("bench_serve.json", "API benchmark", "python benchmarks/serve.py --out docs/results/bench_serve.json",
          render_bench_serve),
+    Kind("check_dev.json", "Claim-line check: dev set", "medrag eval check --lines eval/check_dev.jsonl --json",
+         render_check),
+    Kind("check_holdout.json", "Claim-line check: holdout set (written before the check was run on it)",
+         "medrag eval check --lines eval/check_holdout.jsonl --json", render_check),
+    Kind("bench_check.json", "Claim-line check benchmark",
+         "python benchmarks/check.py --out docs/results/bench_check.json", render_bench_check),
 )
 META = "meta.json"
 

@@ -25,7 +25,15 @@ from medrag.cli import main
 from medrag.core.embedded_pg import EmbeddedPostgres
 from medrag.schema import migrate
 from medrag.serve.app import create_app
-from medrag.serve.schemas import AskResponse, CodesResponse, Health, ReleaseChange, ReleaseRow, SearchResponse
+from medrag.serve.schemas import (
+    AskResponse,
+    CheckResponse,
+    CodesResponse,
+    Health,
+    ReleaseChange,
+    ReleaseRow,
+    SearchResponse,
+)
 from medrag.serve.state import ServeState
 
 OXYGEN = "Who qualifies for home oxygen therapy?"
@@ -107,6 +115,36 @@ def test_codes_route_equals_the_cli_json(api, cli_env):
     assert {result["system"] for result in only["results"]} == {"ICD-10-CM"}
 
 
+def test_check_route_equals_the_cli_json(api, cli_env, tmp_path):
+    lines = [{"line_id": "a", "dos": "2025-02-10", "hcpcs": "J2920", "modifiers": "KX", "dx": ["M54.5"],
+              "state": "CA"},
+             {"line_id": "b", "dos": "2025-02-30", "hcpcs": "E06O1"}]
+    response = api.post("/check", json={"lines": lines})
+    assert response.status_code == 200
+    payload = response.json()
+    CheckResponse.model_validate(payload)
+    claims = tmp_path / "claims.jsonl"
+    claims.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    outcome = CliRunner().invoke(main, ["check", str(claims), "--json"])
+    assert outcome.exit_code == 1  # a line has an error
+    assert payload == json.loads(outcome.stdout)
+    first, second = payload["lines"]
+    assert first["errors"] == 2 and second["errors"] == 2  # a bad line is findings, not a 4xx
+    assert payload["summary"]["lines_with_errors"] == 2
+
+
+@pytest.mark.parametrize(("body", "status", "fragment"), [
+    (b'{"lines": [', 400, "not valid JSON"),
+    (b'{"lines": []}', 422, "lines"),
+    (b'{"lines": [{"dos": "2025-03-01", "code": "E0601"}]}', 422, "lines.0.code"),
+    (json.dumps({"lines": [{"dos": "2025-03-01"}] * 1001}).encode(), 422, "lines"),
+])
+def test_a_malformed_check_body_is_a_4xx(api, body, status, fragment):
+    response = api.post("/check", content=body, headers={"Content-Type": "application/json"})
+    assert response.status_code == status
+    assert fragment in response.json()["error"]
+
+
 def test_ask_route_equals_the_cli_json_and_is_audited_with_route_and_client(api, cli_env, indexed_engine):
     response = api.post("/ask", json={"question": OXYGEN})
     assert response.status_code == 200
@@ -161,7 +199,8 @@ def test_health_reports_schema_releases_model_and_vllm(api):
 
 def test_openapi_documents_every_route_and_the_page_needs_no_cdn(api):
     spec = api.get("/openapi.json").json()
-    assert {"/search", "/ask", "/codes", "/releases", "/releases/diff", "/health", "/metrics"} <= set(spec["paths"])
+    assert {"/search", "/ask", "/codes", "/check", "/releases", "/releases/diff", "/health", "/metrics"} <= set(
+        spec["paths"])
     schemas = spec["components"]["schemas"]
     assert {"rank", "score", "key", "title", "release", "url"} <= set(schemas["SearchHit"]["properties"])
     assert "authority" in schemas["Citation"]["properties"]

@@ -129,3 +129,28 @@ def test_search_tab_and_a_refusal_read_as_such(browser, page_url):
     refusal = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#answer .refusal"))[0]
     assert refusal.text.startswith("No answer:") and "insufficient_evidence" in refusal.text
     assert not browser.find_elements(By.CSS_SELECTOR, "#sources li")
+
+
+def test_a_coder_checks_a_claim_line(browser, page_url, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    browser.set_window_size(1280, 900)
+    browser.get(page_url)
+    browser.find_element(By.ID, "tab-search").send_keys(Keys.ARROW_RIGHT)
+    assert browser.find_element(By.ID, "tab-check").get_attribute("aria-selected") == "true"
+    # a date field takes the date as the browser's locale writes it; set it as the form would submit it
+    browser.execute_script("document.getElementById('check-dos').value = '2025-02-10'")
+    form = browser.find_element(By.ID, "check-form")
+    form.find_element(By.NAME, "hcpcs").send_keys("J2920")
+    form.find_element(By.NAME, "dx").send_keys("M54.5")
+    form.find_element(By.NAME, "state").send_keys("CA", Keys.ENTER)
+    rows = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#findings tr.verdict-error"))
+    texts = [row.text for row in rows]
+    assert any("J2920 ended 2024-03-31" in text and "candidate: J2919" in text for text in texts)
+    assert any("M54.50, M54.51, M54.59" in text for text in texts)
+    assert browser.find_element(By.ID, "check-status").text == "2 error(s) on this line"
+    browser.set_window_size(400, 860)
+    assert _no_horizontal_scroll(browser)
+    browser.save_screenshot(str(tmp_path / "check-400.png"))
+    assert (tmp_path / "check-400.png").stat().st_size > 10_000

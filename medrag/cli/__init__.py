@@ -13,7 +13,7 @@ USAGE_ERROR = 2
 
 # Each command and the modules that define it, imported only when it runs: `medrag codes` at a shell then loads what
 # it needs, not the migrations, Prefect's client or the answer pipeline (about 0.13 s of a cold call's second). The
-# eval group gathers subcommands from three modules. The flow commands live with the flows (medrag_flows.commands),
+# eval group gathers subcommands from four modules. The flow commands live with the flows (medrag_flows.commands),
 # the top layer, which this package does not import: it names them here. tests/test_cli_imports.py checks this
 # against each module's COMMANDS.
 _CLI = "medrag.cli"
@@ -24,7 +24,8 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "mirror": (f"{_CLI}.mirror",),
     "search": (f"{_CLI}.retrieval",), "embed": (f"{_CLI}.retrieval",),
     "refresh": ("medrag_flows.commands",), "flows": ("medrag_flows.commands",),
-    "eval": (f"{_CLI}.evaluation", f"{_CLI}.ask", f"{_CLI}.codes"),
+    "eval": (f"{_CLI}.evaluation", f"{_CLI}.ask", f"{_CLI}.codes", f"{_CLI}.check"),
+    "check": (f"{_CLI}.check",),
     "ask": (f"{_CLI}.ask",), "log": (f"{_CLI}.ask",),
     "codes": (f"{_CLI}.codes",),
     "serve": (f"{_CLI}.serve",),

@@ -20,6 +20,8 @@ ICD10CM_DOTTED = rf"{ICD10CM_CATEGORY}\.{ICD10CM_SUBCODE}"
 ICD10CM_UNDOTTED = rf"{ICD10CM_CATEGORY}{ICD10CM_SUBCODE}"
 # A category with or without its subcode, the dot optional: the shape a query token is looked up by.
 ICD10CM_ANY = rf"{ICD10CM_CATEGORY}(?:\.?{ICD10CM_SUBCODE})?"
+# A HCPCS modifier: two letters or digits (KX, GA, 59, RT).
+MODIFIER = r"[A-Z0-9]{2}"
 # An NCD section number (240.2, 20.4, 110.18.1), written after "NCD": group 1.
 NCD = r"NCD\s*#?\s*([0-9]{1,3}(?:\.[0-9]{1,2}){0,2})(?![0-9])"
 # An LCD: L33718, "LCD 33718", "LCD L33718": the five digits are group 1.
@@ -118,5 +120,19 @@ AS $$
         FROM regexp_matches(upper(coalesce(query_text, '')), '{BEFORE}{LCD}{AFTER}', 'g') AS m
     UNION SELECT 'article', m[1]
         FROM regexp_matches(upper(coalesce(query_text, '')), '{BEFORE}({ARTICLE}){AFTER}', 'g') AS m
+$$;
+"""
+
+
+def code_shapes_sql() -> str:
+    """medrag_code_shape(kind): the whole-value pattern of a 'hcpcs' code, a 'modifier' or an 'icd10cm' code (the
+    dot optional), for the claim-line check's syntax findings."""
+    return f"""
+CREATE OR REPLACE FUNCTION medrag_code_shape(kind text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT CASE kind WHEN 'hcpcs' THEN '^{HCPCS}$' WHEN 'modifier' THEN '^{MODIFIER}$'
+                     WHEN 'icd10cm' THEN '^{ICD10CM_ANY}$' END
 $$;
 """

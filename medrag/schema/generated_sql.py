@@ -14,7 +14,7 @@ from medrag.codes.consolidate import code_settings_sql
 from medrag.codes.finder import finder_settings_sql
 from medrag.codes.synonyms import synonyms_sql
 from medrag.codes.terms import term_query_sql
-from medrag.core.identifiers import default_cue_sql, identifiers_sql, named_code_set_sql
+from medrag.core.identifiers import code_shapes_sql, default_cue_sql, identifiers_sql, named_code_set_sql
 from medrag.core.registry import CODE_GROUP, POLICY_GROUP, document_kinds
 from medrag.core.synonyms import synonym_rows_sql
 from medrag.retrieval.settings import search_settings_sql
@@ -93,6 +93,7 @@ $$;
 
 def generated_script() -> str:
     """The whole generated script, in the order its functions are best read."""
-    return "\n".join((identifiers_sql(), named_code_set_sql(), default_cue_sql(), search_settings_sql(),
-                      document_group_sql(), nearest_sql(), code_settings_sql(), synonym_rows_sql(), synonyms_sql(),
-                      classification_sql(), term_query_sql(), finder_settings_sql()))
+    return "\n".join((identifiers_sql(), code_shapes_sql(), named_code_set_sql(), default_cue_sql(),
+                      search_settings_sql(), document_group_sql(), nearest_sql(), code_settings_sql(),
+                      synonym_rows_sql(), synonyms_sql(), classification_sql(), term_query_sql(),
+                      finder_settings_sql()))

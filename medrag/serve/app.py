@@ -33,6 +33,8 @@ from medrag.serve.metrics import ServerMetrics
 from medrag.serve.schemas import (
     AskRequest,
     AskResponse,
+    CheckRequest,
+    CheckResponse,
     CodesResponse,
     ErrorResponse,
     Health,
@@ -257,6 +259,17 @@ def create_app(settings: Settings | None = None, state: ServeState | None = None
         clean_term(term)
         search = state.finder().find(term, systems=tuple(system), release=release, top=top)
         return cli_response(search.as_json())
+
+    @app.post("/check", response_model=CheckResponse, responses=ERRORS)
+    def check_route(body: CheckRequest) -> Response:
+        """`medrag check FILE --json` for up to 1,000 lines: each line's findings, and the counts."""
+        from medrag.check.checker import Summary, check_lines
+
+        lines = check_lines(state.engine, [line.model_dump() for line in body.lines])
+        summary = Summary()
+        for line in lines:
+            summary.add(line)
+        return cli_response({"lines": lines, "summary": summary.as_json()})
 
     @app.get("/releases", response_model=list[ReleaseRow], responses=ERRORS)
     def releases_route(source: Annotated[str | None, Query(description="Only this source.")] = None) -> Response:

@@ -150,6 +150,57 @@ class CodesResponse(Strict):
     trace: list[str]
 
 
+MAX_CHECK_LINES = 1000
+
+
+class ClaimLine(Strict):
+    """One claim line to check; a list is a JSON array or one string separated by ';', ',' or spaces."""
+
+    line_id: str | int | None = None
+    dos: str | None = Field(default=None, description="Date of service, YYYY-MM-DD.")
+    hcpcs: str | None = None
+    modifiers: list[str] | str = []
+    dx: list[str] | str = Field(default=[], description="ICD-10-CM diagnosis codes.")
+    state: str | None = Field(default=None, description="Two-letter state, for the LCDs of its contractors.")
+
+
+class CheckRequest(Strict):
+    """`POST /check`: up to 1,000 claim lines."""
+
+    lines: list[ClaimLine] = Field(min_length=1, max_length=MAX_CHECK_LINES)
+
+
+class CheckFinding(Strict):
+    """One rule's verdict on a line, with the release row it rests on."""
+
+    rule: str
+    verdict: Literal["ok", "error", "warning", "not checked"]
+    message: str
+    basis: dict[str, Any] | None = None
+    candidates: list[dict[str, Any]] | None = None
+
+
+class CheckedLine(Strict):
+    """A line as read, and its findings in rule order."""
+
+    line_no: int
+    line_id: str
+    dos: str | None
+    hcpcs: str | None
+    modifiers: list[str]
+    dx: list[str]
+    state: str | None
+    errors: int
+    findings: list[CheckFinding]
+
+
+class CheckResponse(Strict):
+    """`medrag check FILE --json`: every line's findings and the counts by rule and verdict."""
+
+    lines: list[CheckedLine]
+    summary: dict[str, Any]
+
+
 class ReleaseRow(Strict):
     """One row of `medrag releases list --json`."""
 

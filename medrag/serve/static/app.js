@@ -1,4 +1,5 @@
-// The coders' page: ask (streamed, cited), codes and search, over the same API a script would call.
+// The coders' page: ask (streamed, cited), codes, search and the claim-line check, over the same API a script
+// would call.
 // Every piece of server text goes through textContent: nothing from the corpus is parsed as HTML.
 "use strict";
 
@@ -215,5 +216,39 @@ $("search-form").addEventListener("submit", async (event) => {
     }
   } catch (error) {
     setStatus("search-status", error.message, true);
+  }
+});
+
+// -- check a claim line -----------------------------------------------------------------------------------------
+function findingRow(finding) {
+  const basis = finding.basis || {};
+  const where = [basis.source && `${basis.source} ${basis.release}`, basis.code || basis.id].filter(Boolean).join(" ");
+  const dates = basis.effective ? ` (${basis.effective} to ${basis.termination || "open"})` : "";
+  const message = el("td", { text: finding.message });
+  for (const item of finding.candidates || []) {
+    message.append(el("div", { class: "meta", text: `${item.relation}: ${item.code}, from ${item.effective}: ${item.description}` }));
+  }
+  if (basis.url) message.append(el("a", { href: basis.url, rel: "noopener", text: ` ${basis.id} at CMS` }));
+  return el("tr", { class: `verdict-${finding.verdict.replace(" ", "-")}` },
+    el("td", { class: "verdict", text: finding.verdict }), el("td", { text: finding.rule }), message,
+    el("td", { class: "meta", text: where + dates }));
+}
+
+$("check-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const form = new FormData(event.target);
+  const line = Object.fromEntries(["dos", "hcpcs", "modifiers", "dx", "state"]
+    .map((name) => [name, form.get(name).trim()]).filter(([, value]) => value));
+  setStatus("check-status", "Checking ...");
+  $("findings").replaceChildren();
+  try {
+    const response = await fetch("/check", { method: "POST", headers: headers(true), body: JSON.stringify({ lines: [line] }) });
+    if (!response.ok) throw new Error(await failure(response));
+    const [checked] = (await response.json()).lines;
+    setStatus("check-status", checked.errors ? `${checked.errors} error(s) on this line` : "No errors on this line");
+    $("findings").append(el("tr", {}, ...["verdict", "rule", "finding", "release row"].map((name) => el("th", { text: name }))),
+      ...checked.findings.map(findingRow));
+  } catch (error) {
+    setStatus("check-status", error.message, true);
   }
 });
