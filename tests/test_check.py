@@ -73,7 +73,7 @@ def test_the_release_for_the_date_decides_and_a_date_no_release_covers_is_not_ch
     ("2026-02-01", "W19", "error", "W19 needs a 7th character, after X placeholders, in FY2026: W19.XXXA, "
                                    "W19.XXXD, W19.XXXS"),
     ("2025-12-01", "T36.01A", "error", "T36.01A lacks its X placeholder: T36.0X1A in FY2026"),
-    ("2025-10-15", "S30.1XXA", "error", "S30.1XXA is not in ICD-10-CM FY2026 (it is in FY2025)"),
+    ("2025-10-15", "S30.1XXA", "error", "S30.1XXA is not in ICD-10-CM FY2026 (it is in FY2021, FY2025)"),
     ("2025-09-15", "E11.A", "error", "E11.A is not in ICD-10-CM FY2025 (it is in FY2026)"),
     ("2023-05-01", "G47.33", "not checked", "not checked: no ICD-10-CM FY2023 release is loaded (2022-10-01 to "
                                             "2023-09-30); loaded: FY2021"),
@@ -93,8 +93,7 @@ def test_modifiers_and_coverage_to_review(indexed_engine) -> None:
         ("ok", "modifier KX is valid on 2025-02-01"),
         ("error", "modifier JG ended 2024-12-31, before the date of service"),
         ("error", "modifier ZZ is not in HCPCS 2025Q1"),
-        ("not checked", "not checked: 59 is a CPT modifier (HCPCS Level I), which the HCPCS Level II release does "
-                        "not hold")]
+        ("not checked", "not checked: 59 is a CPT modifier")]
     [lcd] = findings(result, "lcd_coverage")
     assert lcd["verdict"] == "warning" and lcd["basis"]["id"] == "L33718"
     assert lcd["basis"]["url"].endswith("LCDId=33718")
