@@ -25,6 +25,7 @@ from medrag.cli import main
 from medrag.core.embedded_pg import EmbeddedPostgres
 from medrag.schema import migrate
 from medrag.serve.app import create_app
+from medrag.serve.guard import MAX_BODY_BYTES
 from medrag.serve.schemas import (
     AskResponse,
     CheckResponse,
@@ -297,7 +298,7 @@ def test_bad_query_input_is_a_4xx_with_the_cli_message(api, cli_env, path, param
     (b'{"question": "oxygen", "filters": {"colour": "red"}}', 422, "filters.colour"),
     (b'{"question": "oxygen", "llm": "vllm"}', 400, "VLLM_BASE_URL"),
     (b'{"text": "oxygen"}', 422, "question"),
-    (json.dumps({"question": "x" * 70_000}).encode(), 413, "limit is 65,536"),
+    (json.dumps({"question": "x" * (MAX_BODY_BYTES + 4_000)}).encode(), 413, f"limit is {MAX_BODY_BYTES:,}"),
 ])
 def test_bad_ask_bodies_are_4xx_streamed_or_not(api, body, status, fragment):
     for params in ({}, {"stream": "true"}):
@@ -309,7 +310,7 @@ def test_bad_ask_bodies_are_4xx_streamed_or_not(api, body, status, fragment):
 def test_a_chunked_body_over_the_limit_is_refused(api):
     def pieces():
         yield b'{"question": "'
-        for _ in range(80):
+        for _ in range(MAX_BODY_BYTES // 1024 + 16):
             yield b"x" * 1024
         yield b'"}'
 
