@@ -109,7 +109,7 @@ hcpcs_release AS (
     WHERE l.dos IS NOT NULL
 ),
 -- 2. the HCPCS code: in the release for the date, added on or before it, not terminated before it
-hcpcs_row AS (
+hcpcs_row AS MATERIALIZED (
     SELECT l.line_no, l.hcpcs, l.dos, hr.label, hr.period, h.*
     FROM line l
     LEFT JOIN hcpcs_release hr ON hr.line_no = l.line_no
@@ -146,22 +146,33 @@ hcpcs_finding AS (
                -- half of the ended description's words or more, each word weighted by how rare it is among the
                -- release's descriptions (J2919 holds "methylprednisolone" and "succinate", not just "injection");
                -- a replacement only where the ended code's record cross-references it
-               WITH ended AS (
+               WITH ended AS MATERIALIZED (
                    SELECT w.word, ln(total.n::float8 / cw.ndoc) AS weight
                    FROM (SELECT DISTINCT unnest(medrag_words_of(h.long_description)) AS word) w
                    JOIN medrag_code_word cw ON cw.release_id = h.release_id AND cw.word = w.word
                    CROSS JOIN (SELECT count(*) AS n FROM hcpcs_code t WHERE t.release_id = h.release_id) total
+               ),
+               nearby AS MATERIALIZED (
+                   SELECT c.code, c.long_description, c.code_added_date,
+                          c.code = ANY (coalesce(h.cross_reference_codes, '{}')) AS cross_referenced
+                   FROM hcpcs_code c
+                   WHERE c.release_id = h.release_id AND c.kind = 'procedure' AND c.code <> h.code
+                     AND (c.code = ANY (coalesce(h.cross_reference_codes, '{}'))
+                          OR c.code_added_date BETWEEN h.termination_date - 92 AND h.termination_date + 92)
+               ),
+               shared AS (
+                   SELECT c.code, sum(e.weight) AS weight
+                   FROM nearby c
+                   CROSS JOIN LATERAL (SELECT DISTINCT unnest(medrag_words_of(c.long_description)) AS word) w
+                   JOIN ended e ON e.word = w.word
+                   GROUP BY c.code
                )
                SELECT jsonb_agg(jsonb_build_object(
                           'code', c.code, 'description', c.long_description, 'effective', c.code_added_date,
-                          'relation', CASE WHEN c.code = ANY (coalesce(h.cross_reference_codes, '{}'))
-                                           THEN 'replacement' ELSE 'candidate' END) ORDER BY c.code)
-               FROM hcpcs_code c
-               WHERE c.release_id = h.release_id AND c.kind = 'procedure' AND c.code <> h.code
-                 AND (c.code = ANY (coalesce(h.cross_reference_codes, '{}'))
-                      OR (c.code_added_date BETWEEN h.termination_date - 92 AND h.termination_date + 92
-                          AND (SELECT sum(e.weight) FILTER (WHERE e.word = ANY (medrag_words_of(c.long_description)))
-                                      / nullif(sum(e.weight), 0) FROM ended e) >= 0.5)))
+                          'relation', CASE WHEN c.cross_referenced THEN 'replacement' ELSE 'candidate' END)
+                                ORDER BY c.code)
+               FROM nearby c LEFT JOIN shared s ON s.code = c.code
+               WHERE c.cross_referenced OR s.weight / nullif((SELECT sum(weight) FROM ended), 0) >= 0.5)
            END
     FROM hcpcs_row h
 ),
@@ -212,20 +223,9 @@ dx AS (
     FROM line l
     CROSS JOIN LATERAL unnest(l.dx) WITH ORDINALITY AS x(typed, n)
 ),
-dx_row AS (
+dx_row AS MATERIALIZED (
     SELECT d.*, r.id AS release_id, r.label, medrag_release_period('icd10cm', d.fiscal_year) AS period,
-           c.code, c.billable, c.requires_seventh_character, c.description,
-           -- a header's codes one level down, billable ones alone when it has any
-           (SELECT coalesce(string_agg(k.code, ', ' ORDER BY k.code) FILTER (WHERE k.billable),
-                            string_agg(k.code, ', ' ORDER BY k.code))
-            FROM icd10cm_code k
-            WHERE c.code IS NOT NULL AND NOT c.billable AND k.release_id = r.id AND k.parent_code = c.code
-              AND length(replace(k.code, '.', '')) < 7) AS children,
-           -- the codes a code shorter than 7 characters takes a 7th character to (X placeholders filled in)
-           (SELECT string_agg(k.code, ', ' ORDER BY k.code) FROM icd10cm_code k
-            WHERE c.code IS NOT NULL AND NOT c.billable AND length(d.bare) < 7 AND k.release_id = r.id
-              AND k.billable AND k.code LIKE left(d.dotted, 3) || '%' AND length(replace(k.code, '.', '')) = 7
-              AND left(replace(k.code, '.', ''), 6) = rpad(d.bare, 6, 'X')) AS sevenths,
+           c.code, c.billable, c.requires_seventh_character, c.description, kids.children, kids.sevenths,
            -- the code a typed code without its X placeholders stands for (T36.01A: T36.0X1A)
            (SELECT min(k.code) FROM generate_series(4, greatest(length(d.bare), 4)) AS p
             CROSS JOIN LATERAL (SELECT left(d.bare, p - 1) || repeat('X', 7 - length(d.bare)) || substr(d.bare, p)
@@ -239,6 +239,17 @@ dx_row AS (
     FROM dx d
     LEFT JOIN medrag_usable_release r ON r.source = 'icd10cm' AND r.label = d.fiscal_year
     LEFT JOIN icd10cm_code c ON c.release_id = r.id AND c.code = d.dotted
+    -- a header's codes one level down (billable ones alone when it has any), and the 7-character codes a code
+    -- shorter than 7 takes (X placeholders filled in): its children in the tabular
+    LEFT JOIN LATERAL (
+        SELECT coalesce(string_agg(k.code, ', ' ORDER BY k.code)
+                            FILTER (WHERE k.billable AND length(replace(k.code, '.', '')) < 7),
+                        string_agg(k.code, ', ' ORDER BY k.code) FILTER (WHERE length(replace(k.code, '.', '')) < 7))
+                   AS children,
+               string_agg(k.code, ', ' ORDER BY k.code)
+                   FILTER (WHERE k.billable AND length(replace(k.code, '.', '')) = 7) AS sevenths
+        FROM icd10cm_code k
+        WHERE c.code IS NOT NULL AND NOT c.billable AND k.release_id = r.id AND k.parent_code = c.code) kids ON true
 ),
 dx_finding AS (
     SELECT x.line_no, 100 + x.n::int AS ord, 'icd10cm_valid' AS rule,
@@ -358,14 +369,18 @@ finding AS (
     SELECT * FROM input_finding UNION ALL SELECT * FROM dos_finding UNION ALL SELECT * FROM hcpcs_finding UNION ALL SELECT * FROM modifier_finding
     UNION ALL SELECT * FROM dx_finding UNION ALL SELECT * FROM lcd_finding UNION ALL SELECT * FROM ncd_finding
     UNION ALL SELECT * FROM article_finding
+),
+per_line AS (
+    SELECT f.line_no, count(*) FILTER (WHERE f.verdict = 'error') AS errors,
+           jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
+               'rule', f.rule, 'verdict', f.verdict, 'message', f.message, 'basis', f.basis,
+               'candidates', f.candidates)) ORDER BY f.ord, f.message) AS findings
+    FROM finding f GROUP BY f.line_no
 )
 SELECT coalesce(jsonb_agg(jsonb_build_object(
            'line_no', l.line_no, 'line_id', l.line_id, 'dos', l.dos_text, 'hcpcs', l.hcpcs,
            'modifiers', to_jsonb(l.modifiers), 'dx', to_jsonb(l.dx), 'state', l.state,
-           'errors', (SELECT count(*) FROM finding f WHERE f.line_no = l.line_no AND f.verdict = 'error'),
-           'findings', (SELECT jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
-                                   'rule', f.rule, 'verdict', f.verdict, 'message', f.message, 'basis', f.basis,
-                                   'candidates', f.candidates)) ORDER BY f.ord, f.message)
-                        FROM finding f WHERE f.line_no = l.line_no)) ORDER BY l.line_no), '[]'::jsonb)
-FROM line l
+           'errors', coalesce(p.errors, 0), 'findings', coalesce(p.findings, '[]'::jsonb)) ORDER BY l.line_no),
+           '[]'::jsonb)
+FROM line l LEFT JOIN per_line p ON p.line_no = l.line_no
 $$;
