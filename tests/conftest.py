@@ -177,6 +177,28 @@ def indexed_engine(indexed_settings) -> Engine:
     return engine
 
 
+# -- the medrag command in-process on the indexed database --------------------------------------------------------
+
+
+@pytest.fixture
+def cli(indexed_settings, monkeypatch):
+    """Run `medrag ...` in-process against the indexed database; returns (exit code, stdout, stderr)."""
+    from click.testing import CliRunner
+
+    from medrag.cli import main
+
+    monkeypatch.setenv("DATABASE_URL", indexed_settings.database_url)
+    monkeypatch.setenv("MEDRAG_HOME", str(indexed_settings.home))
+
+    def run(*args: str) -> tuple[int, str, str]:
+        outcome = CliRunner().invoke(main, list(args))
+        if outcome.exception and not isinstance(outcome.exception, SystemExit):
+            raise outcome.exception
+        return outcome.exit_code, outcome.stdout, outcome.stderr
+
+    return run
+
+
 # -- what each test needs, as markers: `pytest -m unit` runs the tests that need neither database nor corpus -----------
 
 CORPUS_FIXTURES = frozenset({"cms_dir", "cms_mirror", "indexed_settings", "indexed_engine"})

@@ -8,32 +8,15 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from click.testing import CliRunner
 from sqlalchemy import text
 
 from medrag.check.checker import check_lines, line_verdict
 from medrag.check.evaluation import evaluate, read_check_set
-from medrag.cli import main
 from medrag.core.db import libpq_url
 from medrag.ingest.copy import copy_rows
 from medrag.sources.mcd.release import MCD_TABLES, read_table
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def cli(indexed_settings, monkeypatch):
-    """Run `medrag ...` in-process against the indexed database; returns (exit code, stdout, stderr)."""
-    monkeypatch.setenv("DATABASE_URL", indexed_settings.database_url)
-    monkeypatch.setenv("MEDRAG_HOME", str(indexed_settings.home))
-
-    def run(*args: str) -> tuple[int, str, str]:
-        outcome = CliRunner().invoke(main, list(args))
-        if outcome.exception and not isinstance(outcome.exception, SystemExit):
-            raise outcome.exception
-        return outcome.exit_code, outcome.stdout, outcome.stderr
-
-    return run
 
 
 def findings(result: dict, rule: str) -> list[dict]:

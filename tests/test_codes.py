@@ -6,11 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from medrag.cli import main
 from medrag.codes import HCPCS, ICD10CM, CodeFinder, CodeQueryError
 from medrag.codes.evaluation import evaluate, read_dev_set
 from medrag.core.synonyms import SYSTEM_VALUES, synonym_rows
@@ -36,21 +34,6 @@ def finder(indexed_engine, embedder_requests):
 
     with CodeFinder(indexed_engine, embedder_factory=factory) as code_finder:
         yield code_finder
-
-
-@pytest.fixture
-def cli(indexed_settings, monkeypatch):
-    """Run `medrag ...` in-process against the indexed database; returns (exit code, stdout, stderr)."""
-    monkeypatch.setenv("DATABASE_URL", indexed_settings.database_url)
-    monkeypatch.setenv("MEDRAG_HOME", str(indexed_settings.home))
-
-    def run(*args: str) -> tuple[int, str, str]:
-        outcome = CliRunner().invoke(main, list(args))
-        if outcome.exception and not isinstance(outcome.exception, SystemExit):
-            raise outcome.exception
-        return outcome.exit_code, outcome.stdout, outcome.stderr
-
-    return run
 
 
 def codes_of(search, system: str | None = None) -> list[str]:
