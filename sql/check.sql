@@ -108,44 +108,54 @@ hcpcs_release AS (
         ORDER BY lower(medrag_release_period('hcpcs', r.label)) DESC LIMIT 1) r
     WHERE l.dos IS NOT NULL
 ),
--- 2. the HCPCS code: in the release for the date, added on or before it, not terminated before it
-hcpcs_row AS MATERIALIZED (
-    SELECT l.line_no, l.hcpcs, l.dos, hr.label, hr.period, h.*
+-- 2. the HCPCS code and 3. each modifier: in the release for the date, added on or before it, not ended before it
+hcpcs_item AS MATERIALIZED (
+    SELECT l.line_no, i.kind, i.typed, i.ord, l.dos, hr.label, hr.period,
+           CASE i.kind WHEN 'procedure' THEN i.typed ELSE 'modifier ' || i.typed END AS named,
+           h.release_id, h.code, h.code_added_date, h.termination_date, h.short_description, h.long_description,
+           h.cross_reference_codes, h.action_code
     FROM line l
+    CROSS JOIN LATERAL (
+        SELECT 'procedure' AS kind, l.hcpcs AS typed, 1 AS ord WHERE l.hcpcs IS NOT NULL
+        UNION ALL
+        SELECT 'modifier', x.code, 10 + x.n::int FROM unnest(l.modifiers) WITH ORDINALITY AS x(code, n)) i
     LEFT JOIN hcpcs_release hr ON hr.line_no = l.line_no
-    LEFT JOIN hcpcs_code h ON h.release_id = hr.id AND h.code = l.hcpcs AND h.kind = 'procedure'
-    WHERE l.hcpcs IS NOT NULL
+    LEFT JOIN hcpcs_code h ON h.release_id = hr.id AND h.code = i.typed AND h.kind = i.kind
 ),
 hcpcs_finding AS (
-    SELECT h.line_no, 1 AS ord, 'hcpcs_valid' AS rule,
-           CASE WHEN h.hcpcs ~ '^[0-9]{4}[0-9A-Z]$' THEN 'not checked'
-                WHEN h.hcpcs !~ medrag_code_shape('hcpcs') THEN 'error'
+    SELECT h.line_no, h.ord, CASE h.kind WHEN 'procedure' THEN 'hcpcs_valid' ELSE 'modifier_valid' END AS rule,
+           CASE WHEN h.typed ~ CASE h.kind WHEN 'procedure' THEN '^[0-9]{4}[0-9A-Z]$' ELSE '^[0-9]{2}$' END
+                    THEN 'not checked'
+                WHEN h.typed !~ medrag_code_shape(CASE h.kind WHEN 'procedure' THEN 'hcpcs' ELSE 'modifier' END)
+                    THEN 'error'
                 WHEN h.dos IS NULL OR h.label IS NULL THEN 'not checked'
                 WHEN h.code IS NULL OR h.code_added_date > h.dos OR h.termination_date < h.dos THEN 'error'
                 ELSE 'ok' END AS verdict,
-           CASE WHEN h.hcpcs ~ '^[0-9]{4}[0-9A-Z]$'
-                    THEN 'not checked: ' || h.hcpcs || ' is a CPT code (HCPCS Level I), which the HCPCS Level II '
-                         || 'release does not hold'
-                WHEN h.hcpcs !~ medrag_code_shape('hcpcs')
-                    THEN quote_literal(h.hcpcs) || ' is not a HCPCS Level II code (a letter A-V and four digits)'
+           CASE WHEN h.typed ~ CASE h.kind WHEN 'procedure' THEN '^[0-9]{4}[0-9A-Z]$' ELSE '^[0-9]{2}$' END
+                    THEN 'not checked: ' || h.typed || ' is a CPT ' || CASE h.kind WHEN 'procedure' THEN 'code'
+                         ELSE 'modifier' END || ' (HCPCS Level I), which the HCPCS Level II release does not hold'
+                WHEN h.typed !~ medrag_code_shape(CASE h.kind WHEN 'procedure' THEN 'hcpcs' ELSE 'modifier' END)
+                    THEN quote_literal(h.typed) || CASE h.kind
+                         WHEN 'procedure' THEN ' is not a HCPCS Level II code (a letter A-V and four digits)'
+                         ELSE ' is not a HCPCS modifier (two letters or digits)' END
                 WHEN h.dos IS NULL THEN 'not checked: no valid date of service'
                 WHEN h.label IS NULL
                     THEN 'not checked: no loaded HCPCS release covers ' || h.dos || '; loaded: '
                          || medrag_loaded_periods('hcpcs')
-                WHEN h.code IS NULL THEN h.hcpcs || ' is not in HCPCS ' || h.label
+                WHEN h.code IS NULL THEN h.named || ' is not in HCPCS ' || h.label
                 WHEN h.code_added_date > h.dos
-                    THEN h.hcpcs || ' begins ' || h.code_added_date || ', after the date of service'
+                    THEN h.named || ' begins ' || h.code_added_date || ', after the date of service'
                 WHEN h.termination_date < h.dos
-                    THEN h.hcpcs || ' ended ' || h.termination_date || ', before the date of service'
-                ELSE h.hcpcs || ' is valid on ' || h.dos || ' (' || coalesce(h.short_description, '') || ')' END,
+                    THEN h.named || ' ended ' || h.termination_date || ', before the date of service'
+                ELSE h.named || ' is valid on ' || h.dos || ' (' || coalesce(h.short_description, '') || ')' END,
            CASE WHEN h.label IS NOT NULL THEN jsonb_build_object(
                'source', 'hcpcs', 'release', h.label, 'code', h.code, 'period', medrag_period_text(h.period),
                'effective', h.code_added_date, 'termination', h.termination_date, 'action', h.action_code) END,
-           CASE WHEN h.termination_date < h.dos THEN (
-               -- codes the same release added within a quarter of the end, for the same drug or item: they hold
-               -- half of the ended description's words or more, each word weighted by how rare it is among the
-               -- release's descriptions (J2919 holds "methylprednisolone" and "succinate", not just "injection");
-               -- a replacement only where the ended code's record cross-references it
+           CASE WHEN h.kind = 'procedure' AND h.termination_date < h.dos THEN (
+               -- codes the same release added near the end, for the same drug or item: they hold a share of the
+               -- ended description's words, each word weighted by how rare it is among the release's descriptions
+               -- (J2919 holds "methylprednisolone" and "succinate", not just "injection"); a replacement only where
+               -- the ended code's record cross-references it. The share and the days: medrag_check_settings().
                WITH ended AS MATERIALIZED (
                    SELECT w.word, ln(total.n::float8 / cw.ndoc) AS weight
                    FROM (SELECT DISTINCT unnest(medrag_words_of(h.long_description)) AS word) w
@@ -155,10 +165,11 @@ hcpcs_finding AS (
                nearby AS MATERIALIZED (
                    SELECT c.code, c.long_description, c.code_added_date,
                           c.code = ANY (coalesce(h.cross_reference_codes, '{}')) AS cross_referenced
-                   FROM hcpcs_code c
+                   FROM hcpcs_code c, medrag_check_settings() s
                    WHERE c.release_id = h.release_id AND c.kind = 'procedure' AND c.code <> h.code
                      AND (c.code = ANY (coalesce(h.cross_reference_codes, '{}'))
-                          OR c.code_added_date BETWEEN h.termination_date - 92 AND h.termination_date + 92)
+                          OR c.code_added_date BETWEEN h.termination_date - s.check_candidate_days
+                                                   AND h.termination_date + s.check_candidate_days)
                ),
                shared AS (
                    SELECT c.code, sum(e.weight) AS weight
@@ -171,47 +182,11 @@ hcpcs_finding AS (
                           'code', c.code, 'description', c.long_description, 'effective', c.code_added_date,
                           'relation', CASE WHEN c.cross_referenced THEN 'replacement' ELSE 'candidate' END)
                                 ORDER BY c.code)
-               FROM nearby c LEFT JOIN shared s ON s.code = c.code
-               WHERE c.cross_referenced OR s.weight / nullif((SELECT sum(weight) FROM ended), 0) >= 0.5)
+               FROM nearby c LEFT JOIN shared s ON s.code = c.code, medrag_check_settings() settings
+               WHERE c.cross_referenced
+                  OR s.weight / nullif((SELECT sum(weight) FROM ended), 0) >= settings.check_candidate_share)
            END
-    FROM hcpcs_row h
-),
--- 3. each modifier: in the HCPCS release for the date, in force on it
-modifier AS (
-    SELECT l.line_no, x.code, x.n, l.dos, hr.id AS release_id, hr.label, hr.period
-    FROM line l
-    CROSS JOIN LATERAL unnest(l.modifiers) WITH ORDINALITY AS x(code, n)
-    LEFT JOIN hcpcs_release hr ON hr.line_no = l.line_no
-),
-modifier_finding AS (
-    SELECT m.line_no, 10 + m.n::int AS ord, 'modifier_valid' AS rule,
-           CASE WHEN m.code ~ '^[0-9]{2}$' THEN 'not checked'
-                WHEN m.code !~ medrag_code_shape('modifier') THEN 'error'
-                WHEN m.dos IS NULL OR m.label IS NULL THEN 'not checked'
-                WHEN h.code IS NULL OR h.code_added_date > m.dos OR h.termination_date < m.dos THEN 'error'
-                ELSE 'ok' END,
-           CASE WHEN m.code ~ '^[0-9]{2}$'
-                    THEN 'not checked: ' || m.code || ' is a CPT modifier (HCPCS Level I), which the HCPCS Level II '
-                         || 'release does not hold'
-                WHEN m.code !~ medrag_code_shape('modifier')
-                    THEN quote_literal(m.code) || ' is not a HCPCS modifier (two letters or digits)'
-                WHEN m.dos IS NULL THEN 'not checked: no valid date of service'
-                WHEN m.label IS NULL
-                    THEN 'not checked: no loaded HCPCS release covers ' || m.dos || '; loaded: '
-                         || medrag_loaded_periods('hcpcs')
-                WHEN h.code IS NULL THEN 'modifier ' || m.code || ' is not in HCPCS ' || m.label
-                WHEN h.code_added_date > m.dos
-                    THEN 'modifier ' || m.code || ' begins ' || h.code_added_date || ', after the date of service'
-                WHEN h.termination_date < m.dos
-                    THEN 'modifier ' || m.code || ' ended ' || h.termination_date || ', before the date of service'
-                ELSE 'modifier ' || m.code || ' is valid on ' || m.dos || ' (' || coalesce(h.short_description, '')
-                     || ')' END,
-           CASE WHEN m.label IS NOT NULL THEN jsonb_build_object(
-               'source', 'hcpcs', 'release', m.label, 'code', h.code, 'period', medrag_period_text(m.period),
-               'effective', h.code_added_date, 'termination', h.termination_date) END,
-           NULL::jsonb
-    FROM modifier m
-    LEFT JOIN hcpcs_code h ON h.release_id = m.release_id AND h.code = m.code AND h.kind = 'modifier'
+    FROM hcpcs_item h
 ),
 -- 4. each diagnosis: present and billable in the ICD-10-CM release of the date's fiscal year
 dx AS (
@@ -366,7 +341,7 @@ article_finding AS (
     WHERE l.hcpcs IS NOT NULL
 ),
 finding AS (
-    SELECT * FROM input_finding UNION ALL SELECT * FROM dos_finding UNION ALL SELECT * FROM hcpcs_finding UNION ALL SELECT * FROM modifier_finding
+    SELECT * FROM input_finding UNION ALL SELECT * FROM dos_finding UNION ALL SELECT * FROM hcpcs_finding
     UNION ALL SELECT * FROM dx_finding UNION ALL SELECT * FROM lcd_finding UNION ALL SELECT * FROM ncd_finding
     UNION ALL SELECT * FROM article_finding
 ),

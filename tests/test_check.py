@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from decimal import Decimal
 from pathlib import Path
 
 import psycopg
@@ -33,6 +34,19 @@ def test_a_terminated_code_is_an_error_with_the_codes_added_for_the_same_drug(in
                                 "termination": "2024-03-31"}
     # the file states no replacement (no cross-reference), so J2919 is a candidate, never a replacement
     assert [(item["code"], item["relation"]) for item in finding["candidates"]] == [("J2919", "candidate")]
+
+
+def test_the_candidates_rule_reads_its_numbers_from_the_settings(indexed_engine) -> None:
+    """medrag_check_settings(): a session's override changes what counts as a candidate."""
+    line = json.dumps([{"dos": "2025-02-10", "hcpcs": "J2920"}])
+    with indexed_engine.connect() as conn:
+        assert conn.execute(text("SELECT check_candidate_share, check_candidate_days FROM medrag_check_settings()")
+                            ).one() == (Decimal("0.5"), 92)
+        conn.execute(text("SET medrag.check_candidate_share = 1.01"))
+        [result] = conn.execute(text("SELECT medrag_check_lines(CAST(:l AS jsonb))"), {"l": line}).scalar_one()
+        conn.execute(text("RESET medrag.check_candidate_share"))
+    [finding] = findings(result, "hcpcs_valid")
+    assert finding["verdict"] == "error" and "candidates" not in finding
 
 
 def test_the_release_for_the_date_decides_and_a_date_no_release_covers_is_not_checked(indexed_engine) -> None:

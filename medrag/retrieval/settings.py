@@ -19,7 +19,7 @@ GUC_PREFIX = "medrag."
 
 
 @dataclass(frozen=True)
-class SearchSetting:
+class TunedSetting:
     """One tuned number: its name, value, SQL type and what it does (with what measured it, in docs/search.md)."""
 
     name: str
@@ -28,20 +28,20 @@ class SearchSetting:
     meaning: str
 
 
-SEARCH_SETTINGS: tuple[SearchSetting, ...] = (
-    SearchSetting("rrf_k", "20", "integer", "RRF constant: a leg's rank r adds 1/(rrf_k + r)"),
-    SearchSetting("pool_per_k", "5", "integer", "each leg keeps k * pool_per_k + pool_extra chunks per group"),
-    SearchSetting("pool_extra", "20", "integer", "see pool_per_k"),
-    SearchSetting("match_budget", "800", "integer", "chunks' worth of the rarer query words that select rows to rank"),
-    SearchSetting("trigram_max_chars", "60", "integer", "longest misspelt query the trigram title leg runs for"),
-    SearchSetting("fit_weight", "0.1", "numeric", "a code's fit (medrag_code_fit) times this joins its fused score"),
-    SearchSetting("hcpcs_vector_offset", "0.08", "numeric",
+SEARCH_SETTINGS: tuple[TunedSetting, ...] = (
+    TunedSetting("rrf_k", "20", "integer", "RRF constant: a leg's rank r adds 1/(rrf_k + r)"),
+    TunedSetting("pool_per_k", "5", "integer", "each leg keeps k * pool_per_k + pool_extra chunks per group"),
+    TunedSetting("pool_extra", "20", "integer", "see pool_per_k"),
+    TunedSetting("match_budget", "800", "integer", "chunks' worth of the rarer query words that select rows to rank"),
+    TunedSetting("trigram_max_chars", "60", "integer", "longest misspelt query the trigram title leg runs for"),
+    TunedSetting("fit_weight", "0.1", "numeric", "a code's fit (medrag_code_fit) times this joins its fused score"),
+    TunedSetting("hcpcs_vector_offset", "0.08", "numeric",
                   "added to an HCPCS vector's distance when choosing the leading group (its text is a few words)"),
-    SearchSetting("sure_margin", "0.1", "numeric", "one group's nearest chunk this much nearer makes the lead sure"),
-    SearchSetting("sure_trailing_offset", "2.5", "numeric", "a sure lead: the other group comes in after its third"),
-    SearchSetting("unsure_trailing_offset", "0.5", "numeric", "otherwise the other group comes in after its first"),
-    SearchSetting("chunks_per_document", "2", "integer", "chunks of one document returned at most"),
-    SearchSetting("exact_bonus", "1", "integer", "added to the score of a document the query names exactly"),
+    TunedSetting("sure_margin", "0.1", "numeric", "one group's nearest chunk this much nearer makes the lead sure"),
+    TunedSetting("sure_trailing_offset", "2.5", "numeric", "a sure lead: the other group comes in after its third"),
+    TunedSetting("unsure_trailing_offset", "0.5", "numeric", "otherwise the other group comes in after its first"),
+    TunedSetting("chunks_per_document", "2", "integer", "chunks of one document returned at most"),
+    TunedSetting("exact_bonus", "1", "integer", "added to the score of a document the query names exactly"),
 )
 _BY_NAME = {setting.name: setting for setting in SEARCH_SETTINGS}
 
@@ -81,21 +81,27 @@ def apply_overrides(engine: Engine, overrides: dict[str, str]) -> None:
         dbapi_connection.commit()  # a session setting made in a transaction is undone by its rollback
 
 
-def search_settings_sql() -> str:
-    """medrag_search_settings(): one row of the settings, each the session's override or the tuned value."""
+def settings_function_sql(function: str, settings: tuple[TunedSetting, ...], heading: str) -> str:
+    """A SQL function returning one row of the settings, each the session's override (medrag.<name>) or its value."""
     columns = ",\n               ".join(
         f"coalesce(nullif(current_setting('{GUC_PREFIX}{s.name}', true), '')::{s.sql_type}, {s.value}::{s.sql_type})"
-        for s in SEARCH_SETTINGS)
-    signature = ", ".join(f"{s.name} {s.sql_type}" for s in SEARCH_SETTINGS)
-    comments = "\n".join(f"--   {s.name} ({s.value}): {s.meaning}" for s in SEARCH_SETTINGS)
+        for s in settings)
+    signature = ", ".join(f"{s.name} {s.sql_type}" for s in settings)
+    comments = "\n".join(f"--   {s.name} ({s.value}): {s.meaning}" for s in settings)
     return f"""
--- The tuned numbers of medrag_search (medrag/retrieval/settings.py renders this function):
+-- {heading}:
 {comments}
-DROP FUNCTION IF EXISTS medrag_search_settings();
-CREATE FUNCTION medrag_search_settings()
+DROP FUNCTION IF EXISTS {function}();
+CREATE FUNCTION {function}()
 RETURNS TABLE ({signature})
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
     SELECT {columns}
 $$;
 """
+
+
+def search_settings_sql() -> str:
+    """medrag_search_settings(): one row of the settings, each the session's override or the tuned value."""
+    heading = "The tuned numbers of medrag_search (medrag/retrieval/settings.py renders this function)"
+    return settings_function_sql("medrag_search_settings", SEARCH_SETTINGS, heading)

@@ -9,6 +9,7 @@ search groups and vector indexes (medrag.core.registry). A new document kind nee
 
 from __future__ import annotations
 
+from medrag.check.settings import check_settings_sql
 from medrag.codes.classify import classification_sql
 from medrag.codes.consolidate import code_settings_sql
 from medrag.codes.finder import finder_settings_sql
@@ -96,4 +97,4 @@ def generated_script() -> str:
     return "\n".join((identifiers_sql(), code_shapes_sql(), named_code_set_sql(), default_cue_sql(),
                       search_settings_sql(), document_group_sql(), nearest_sql(), code_settings_sql(),
                       synonym_rows_sql(), synonyms_sql(), classification_sql(), term_query_sql(),
-                      finder_settings_sql()))
+                      finder_settings_sql(), check_settings_sql()))
