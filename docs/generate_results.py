@@ -334,6 +334,18 @@ def render_bench_check(report: dict[str, Any]) -> list[str]:
          "PostgreSQL CPU s / 1,000 lines (not readable for the command's own server process)"], rows)
 
 
+def render_bench_changes(report: dict[str, Any]) -> list[str]:
+    """benchmarks/changes.py: every change set computed, and a coder's 1,000 codes matched."""
+    rows = [[run["what"], run["seconds"], run["changes"], run["client_cpu_s"], run["postgres_cpu_s"]]
+            for run in need(report, "runs")]
+    goals = need(report, "goals")
+    lines = [f"{need(report, 'cpus')} CPUs; goals: every pair computed in at most {goals['compute_all_pairs_s']} s, "
+             f"`medrag changes --codes` with 1,000 codes in at most {goals['codes_command_s']} s", ""]
+    lines += table(["run", "seconds", "changes", "client CPU s", "PostgreSQL CPU s"], rows)
+    pairs = need(report, "runs")[0].get("pairs", [])
+    return lines + ([""] + [f"- {pair}" for pair in pairs] if pairs else [])
+
+
 def render_other(report: Any) -> list[str]:
     """Any other result file: its values, flattened."""
     return table(["key", "value"], [[key or "(value)", value] for key, value in flatten(report)])
@@ -384,6 +396,8 @@ KINDS = (
          "medrag eval check --lines eval/check_holdout.jsonl --json", render_check),
     Kind("bench_check.json", "Claim-line check benchmark",
          "python benchmarks/check.py --out docs/results/bench_check.json", render_bench_check),
+    Kind("bench_changes.json", "What changed benchmark",
+         "python benchmarks/changes.py --out docs/results/bench_changes.json", render_bench_changes),
 )
 META = "meta.json"
 

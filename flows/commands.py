@@ -93,6 +93,23 @@ def refresh_table(summary: dict[str, Any]) -> Table:
     return table
 
 
+def changes_table(summary: dict[str, Any]) -> Table:
+    """Per source: each release against the one before (and an export's own dates) with its counts of changes; a
+    source with one release says so."""
+    table = Table(title="what changed (medrag changes)")
+    for column in ("source", "from", "to", "changes", "notes"):
+        table.add_column(column)
+    for source in [name for name in SOURCE_NAMES if name in summary.get("sources", {})]:
+        change_sets = summary["sources"][source].get("changes") or []
+        if not any(item["from"] for item in change_sets):
+            table.add_row(source, "", "", "one loaded release: nothing to compare yet", "")
+        for item in change_sets:
+            counts = ", ".join(f"{name.replace('_', ' ')} {count:,}" for name, count in item["counts"].items())
+            table.add_row(source, item["from"] or "(its own dates)", item["to"], counts or "no changes",
+                          f"{len(item['notes'])}" if item["notes"] else "")
+    return table
+
+
 def load_warnings(summary: dict[str, Any]) -> list[str]:
     """Lines for what a load kept quiet about: chapter PDFs in which no numbered section was found."""
     warnings = []
@@ -108,6 +125,7 @@ def load_warnings(summary: dict[str, Any]) -> list[str]:
 def _print_summary(summary: dict[str, Any]) -> None:
     output = Console(width=TABLE_WIDTH if not Console().is_terminal else shutil.get_terminal_size().columns)
     output.print(refresh_table(summary))
+    output.print(changes_table(summary))
     for line in load_warnings(summary):
         output.print(line, style="yellow", highlight=False)
     failed = len(summary.get("failed", {}))

@@ -1,7 +1,8 @@
 """The quarterly refresh as Prefect flows: thin orchestration over the plain stage functions of medrag.refresh.
 
-quarterly_refresh runs one subflow per source (discover -> download -> extract/load -> chunk/enrich -> embed/index)
-in medrag.core.registry.SOURCE_NAMES; a failing source does not stop the others, and the run ends FAILED naming it.
+quarterly_refresh runs one subflow per source (discover -> download -> extract/load -> chunk/enrich -> changes ->
+embed/index) in medrag.core.registry.SOURCE_NAMES; a failing source does not stop the others, and the run ends FAILED
+naming it. The run publishes what the releases changed as a markdown artifact.
 Every task calls one plain function, so each stays testable without Prefect through `task.fn`.
 """
 
@@ -25,6 +26,9 @@ from prefect.states import State
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
+from medrag.changes.compute import ChangeSetOutcome
+from medrag.changes.digest import read_digest
+from medrag.changes.render import markdown
 from medrag.core.config import Settings, load_settings
 from medrag.core.db import get_engine
 from medrag.core.errors import MedragError
@@ -32,7 +36,7 @@ from medrag.core.progress import LineSink, reporting
 from medrag.index.embedding import DocumentEmbedder, EmbedStats, combine_stats, embed_pending
 from medrag.ingest.fetch import DownloadError
 from medrag.ingest.releases import LoadOutcome
-from medrag.refresh import documents_stage, fetch_stage, load_stage, ordered_sources, timed
+from medrag.refresh import changes_stage, documents_stage, fetch_stage, load_stage, ordered_sources, timed
 from medrag.refresh.documents import DocumentStats
 from medrag.refresh.fetch_and_load import FetchedRelease
 
@@ -42,6 +46,8 @@ REFRESH_CONCURRENCY = 1
 DEPLOYMENT_TAGS = ["medrag"]
 # Client errors that another attempt a minute later cannot fix (408 and 429 are about timing, so they can).
 _PERMANENT_HTTP_STATUSES = frozenset(range(400, 500)) - {408, 429}
+# The key of the digest artifact each run publishes: the Prefect UI keeps its versions, one per run.
+DIGEST_ARTIFACT_KEY = "release-changes"
 
 
 class RefreshFailed(MedragError):
@@ -112,6 +118,12 @@ def load_task(settings: Settings, fetched: FetchedRelease, force: bool) -> LoadO
 def documents_task(settings: Settings, source: str, force: bool) -> DocumentStats | None:
     """Chunk + enrich the source's newest loaded release (skipped when it has them already), then make it current."""
     return documents_stage(get_engine(settings), source, force)
+
+
+@task(name="changes", task_run_name="changes {source}", cache_policy=NO_CACHE)
+def changes_task(settings: Settings, source: str, force: bool) -> list[ChangeSetOutcome]:
+    """What each loaded release changed against the one before it (change sets kept; new pairs computed)."""
+    return changes_stage(get_engine(settings), source, force)
 
 
 @functools.lru_cache(maxsize=2)
@@ -192,6 +204,8 @@ def _refresh_source(settings: Settings, source: str, release: str | None, force:
         loads.append(_load_summary(state.result(), cached=state.name == "Cached"))
     _stage_line(f"{source}: chunk + enrich")
     documents = timed(seconds, "documents", lambda: documents_task(settings, source, force))
+    _stage_line(f"{source}: what changed")
+    changes = timed(seconds, "changes", lambda: changes_task(settings, source, force))
     _stage_line(f"{source}: embed + index")
     embedded = timed(seconds, "embed", lambda: embed_stage(settings, source))
     return {
@@ -202,6 +216,8 @@ def _refresh_source(settings: Settings, source: str, release: str | None, force:
             "label": documents.label, "documents": dict(documents.documents), "chunks": documents.chunks,
             "skipped": documents.skipped,
         },
+        "changes": [{"from": item.from_label, "to": item.to_label, "counts": item.counts, "notes": item.notes,
+                     "computed": item.computed} for item in changes],
         "embedding": {"embedded": embedded.embedded, "reused": embedded.reused,
                       "chunks_per_second": round(embedded.chunks_per_second, 1),
                       "index_seconds": round(embedded.seconds_index, 3),
@@ -229,10 +245,24 @@ def quarterly_refresh(release: str | None = None, sources: list[str] | None = No
             summary["sources"][source] = state.result()
         else:
             summary["failed"][source] = _failure_reason(state)
+    if summary["sources"]:
+        publish_digest(list(summary["sources"]))
     summary["seconds"] = round(time.perf_counter() - started, 3)
     if summary["failed"]:
         raise RefreshFailed(summary["failed"], summary)
     return summary
+
+
+def publish_digest(sources: list[str]) -> str:
+    """The refreshed sources' digest (their current release against the one before) as the run's markdown artifact,
+    shown in the Prefect UI; returns the markdown."""
+    from prefect.artifacts import create_markdown_artifact
+
+    with get_engine(load_settings()).connect() as conn:
+        digest = markdown(read_digest(conn, sources=sources))
+    create_markdown_artifact(markdown=digest, key=DIGEST_ARTIFACT_KEY,
+                             description="What this refresh's releases changed (medrag changes --markdown)")
+    return digest
 
 
 # -- the quarterly deployment ------------------------------------------------------------------------------------

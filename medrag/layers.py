@@ -1,9 +1,9 @@
 """The layers of medrag, lowest first: a module imports only from its own package and from layers below its own.
 
 Data flows one way, from source files to tables, documents, vectors, retrieval and answers or codes, and the
-imports follow it down. Packages that share a layer (codes, answer and check; schema and refresh) are peers and import
-neither each other. `medrag` is the package medrag/, `medrag_flows` the Prefect flows in flows/. The rule is checked
-by tests/test_layers.py and drawn in docs/architecture.md.
+imports follow it down. Packages that share a layer (codes, answer, check and changes; schema and refresh) are peers
+and import neither each other. `medrag` is the package medrag/, `medrag_flows` the Prefect flows in flows/. The rule
+is checked by tests/test_layers.py and drawn in docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sources",),  # one package per CMS source: discover, parse, load its tables, draft its documents
     ("index",),  # drafts chunked into documents and chunks, vectors computed
     ("retrieval",),  # the hybrid search
-    ("codes", "answer", "check"),  # the code finder; cited answers; the claim-line check
+    ("codes", "answer", "check", "changes"),  # the code finder; cited answers; the claim-line check; release changes
     ("schema", "refresh"),  # the database surface (revisions, SQL scripts); the stages of a refresh
     ("serve",),  # the HTTP API and the page
     ("cli",),  # the medrag command

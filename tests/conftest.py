@@ -157,11 +157,13 @@ def indexed_settings(pg_server_url: str, migrated_template: str, cms_mirror, tmp
 
 @pytest.fixture(scope="session")
 def indexed_engine(indexed_settings) -> Engine:
-    """All four sources loaded, documents built for every current release, NCD and IOM chunks embedded.
+    """All four sources loaded, documents built for every current release, change sets kept, NCD and IOM chunks
+    embedded.
 
     LCD (2.3k chunks) and code documents (53k) are built but not embedded: CPU embedding of all of them would take
     most of CI's budget; the exact, full-text and trigram legs of the search still find them.
     """
+    from medrag.changes.compute import update_changes
     from medrag.index.embedding import DocumentEmbedder, embed_pending
     from medrag.refresh import current_label
     from medrag.refresh import fetch_and_load as pipeline
@@ -173,6 +175,7 @@ def indexed_engine(indexed_settings) -> Engine:
             pipeline.load_fetched(engine, indexed_settings, fetched)
     for source in ("mcd", "iom", "hcpcs", "icd10cm"):
         build_documents(engine, source, current_label(engine, source))
+        update_changes(engine, source)  # what each release changed, as the refresh's changes stage keeps it
     embed_pending(engine, DocumentEmbedder.for_settings(indexed_settings), sources=["ncd", "iom"])
     return engine
 

@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from medrag_flows import FLOW_NAME
 from medrag_flows.commands import load_warnings
 from medrag_flows.quarterly_refresh import (
+    DIGEST_ARTIFACT_KEY,
     _load_summary,
     documents_task,
     embed_task,
@@ -218,7 +219,26 @@ def test_first_run_loads_chunks_and_embeds_every_source(first_run, engine) -> No
     embedded = mcd["embedding"]["embedded"] + hcpcs["embedding"]["embedded"]
     assert embedded + mcd["embedding"]["reused"] + hcpcs["embedding"]["reused"] == chunks
     assert embedded >= distinct_texts
-    assert set(mcd["seconds"]) == {"download", "load", "documents", "embed"}
+    assert set(mcd["seconds"]) == {"download", "load", "documents", "changes", "embed"}
+
+
+def test_the_run_publishes_what_changed_as_a_markdown_artifact(first_run) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.sorting import ArtifactSort
+
+    summary, _seconds = first_run
+    # one release of each here: the MCD export still dates its own changes; HCPCS says it has nothing to compare
+    assert [item["from"] for item in summary["sources"]["mcd"]["changes"]] == [None]
+    assert summary["sources"]["hcpcs"]["changes"] == []
+    with get_client(sync_client=True) as client:
+        (artifact, *_older) = client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[DIGEST_ARTIFACT_KEY])),
+            sort=ArtifactSort.CREATED_DESC)
+    assert artifact.type == "markdown" and artifact.flow_run_id is not None
+    assert artifact.data.startswith("# What changed")
+    assert "## Medicare Coverage Database: what export" in artifact.data
+    assert "- hcpcs: one loaded release (2025Q1), so no release-to-release changes yet" in artifact.data
 
 
 def test_the_flow_run_log_carries_each_stages_progress(first_run) -> None:

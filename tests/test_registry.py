@@ -20,7 +20,8 @@ def test_every_source_package_is_registered_once_in_refresh_order() -> None:
     assert set(registry.SOURCE_NAMES) == packages
     assert registry.SOURCE_NAMES[0] == "mcd"  # HCPCS documents name the LCDs that list each code
     assert [spec.name for spec in registry.specs()] == list(registry.SOURCE_NAMES)
-    assert list(handlers.RELEASES) == list(handlers.DRAFT_BUILDERS) == list(registry.SOURCE_NAMES)
+    assert (list(handlers.RELEASES) == list(handlers.DRAFT_BUILDERS) == list(handlers.CHANGE_FINDERS)
+            == list(registry.SOURCE_NAMES))
 
 
 def test_what_the_rest_of_medrag_reads_comes_from_the_registry() -> None:

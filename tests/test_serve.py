@@ -28,6 +28,7 @@ from medrag.serve.app import create_app
 from medrag.serve.guard import MAX_BODY_BYTES
 from medrag.serve.schemas import (
     AskResponse,
+    ChangesResponse,
     CheckResponse,
     CodesResponse,
     Health,
@@ -174,6 +175,22 @@ def test_hashed_query_logging_applies_to_the_api(settings, state, indexed_engine
     assert row.route == "POST /ask" and row.question is None and len(row.question_hash) == 64
 
 
+def test_changes_route_equals_the_cli_json(api, cli_env, tmp_path):
+    params = [("codes", "J2920,m5450"), ("codes", "B88.09"), ("source", "hcpcs"), ("source", "icd10cm")]
+    payload = api.get("/changes", params=params).json()
+    ChangesResponse.model_validate(payload)
+    codes = tmp_path / "codes.txt"
+    codes.write_text("J2920\nm5450\nB88.09\n")
+    assert payload == cli_json("changes", "--codes", str(codes), "--source", "hcpcs", "--source", "icd10cm", "--json")
+    touched = {(change["item"], mine["relation"]) for change_set in payload["sets"] for change in change_set["changes"]
+               for mine in change["your_codes"]}
+    assert ("J2920", "code") in touched and ("B88.0", "parent") in touched
+    everything = api.get("/changes").json()
+    ChangesResponse.model_validate(everything)
+    assert everything == cli_json("changes", "--json")
+    assert {gap["source"] for gap in everything["gaps"]} == {"mcd", "iom"}
+
+
 def test_releases_routes_equal_the_cli_json(api, cli_env):
     rows = api.get("/releases").json()
     TypeAdapter(list[ReleaseRow]).validate_python(rows)
@@ -200,8 +217,8 @@ def test_health_reports_schema_releases_model_and_vllm(api):
 
 def test_openapi_documents_every_route_and_the_page_needs_no_cdn(api):
     spec = api.get("/openapi.json").json()
-    assert {"/search", "/ask", "/codes", "/check", "/releases", "/releases/diff", "/health", "/metrics"} <= set(
-        spec["paths"])
+    assert {"/search", "/ask", "/codes", "/check", "/changes", "/releases", "/releases/diff", "/health",
+            "/metrics"} <= set(spec["paths"])
     schemas = spec["components"]["schemas"]
     assert {"rank", "score", "key", "title", "release", "url"} <= set(schemas["SearchHit"]["properties"])
     assert "authority" in schemas["Citation"]["properties"]
@@ -280,6 +297,11 @@ def test_streamed_vllm_answer_arrives_sentence_by_sentence_and_degrades_when_the
     ("/releases/diff", {"source": "hcpcs", "old": "2019", "new": "2031"}, 400,
      ["releases", "diff", "hcpcs", "2019", "2031"]),
     ("/releases", {"source": "nope"}, 400, None),
+    ("/changes", {"source": "nope"}, 400, None),
+    ("/changes", {"since": "2025-02-30"}, 400, None),
+    ("/changes", {"codes": "J2920,not-a-code"}, 400, None),
+    ("/changes", {"from": "FY2025"}, 400, None),
+    ("/changes", {"codes": ",".join(f"J{n:04d}" for n in range(2001))}, 400, None),
 ])
 def test_bad_query_input_is_a_4xx_with_the_cli_message(api, cli_env, path, params, status, cli_args):
     response = api.get(path, params=params)

@@ -154,3 +154,26 @@ def test_a_coder_checks_a_claim_line(browser, page_url, tmp_path):
     assert _no_horizontal_scroll(browser)
     browser.save_screenshot(str(tmp_path / "check-400.png"))
     assert (tmp_path / "check-400.png").stat().st_size > 10_000
+
+
+def test_a_coder_reads_what_changed_for_their_codes(browser, page_url, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    browser.set_window_size(1280, 900)
+    browser.get(page_url)
+    browser.find_element(By.ID, "tab-check").send_keys(Keys.ARROW_RIGHT)
+    assert browser.find_element(By.ID, "tab-changes").get_attribute("aria-selected") == "true"
+    form = browser.find_element(By.ID, "changes-form")
+    form.find_element(By.NAME, "codes").send_keys("J2920, B8809, E11.9", Keys.ENTER)
+    sets = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#change-sets section.change-set"))
+    text = browser.find_element(By.ID, "change-sets").text
+    assert "hcpcs: 2019 → 2025Q1" in text and "J2920" in text and "your codes: J2920 (code)" in text
+    assert "B8809 (parent)" in text and "E11.9" not in text
+    assert any(gap.text.startswith("iom: one loaded release") for gap in
+               browser.find_elements(By.CSS_SELECTOR, "#change-sets p.gap"))
+    assert len(sets) >= 2
+    browser.set_window_size(400, 860)
+    assert _no_horizontal_scroll(browser)
+    browser.save_screenshot(str(tmp_path / "changes-400.png"))
+    assert (tmp_path / "changes-400.png").stat().st_size > 10_000

@@ -26,6 +26,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "refresh": ("medrag_flows.commands",), "flows": ("medrag_flows.commands",),
     "eval": (f"{_CLI}.evaluation", f"{_CLI}.ask", f"{_CLI}.codes", f"{_CLI}.check"),
     "check": (f"{_CLI}.check",),
+    "changes": (f"{_CLI}.changes",),
     "ask": (f"{_CLI}.ask",), "log": (f"{_CLI}.ask",),
     "codes": (f"{_CLI}.codes",),
     "serve": (f"{_CLI}.serve",),

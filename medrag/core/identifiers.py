@@ -20,6 +20,10 @@ ICD10CM_DOTTED = rf"{ICD10CM_CATEGORY}\.{ICD10CM_SUBCODE}"
 ICD10CM_UNDOTTED = rf"{ICD10CM_CATEGORY}{ICD10CM_SUBCODE}"
 # A category with or without its subcode, the dot optional: the shape a query token is looked up by.
 ICD10CM_ANY = rf"{ICD10CM_CATEGORY}(?:\.?{ICD10CM_SUBCODE})?"
+# Any ICD-10-CM code a person lists on its own (a code list, not running text): since FY2026 a category may have a
+# letter second (QA0, neurodevelopmental disorders related to genetic variants), which the patterns for running text
+# above leave out so that words and modifiers followed by a digit are not read as codes.
+ICD10CM_LISTED = rf"[A-Z][0-9A-Z][0-9A-Z](?:\.?{ICD10CM_SUBCODE})?"
 # A HCPCS modifier: two letters or digits (KX, GA, 59, RT).
 MODIFIER = r"[A-Z0-9]{2}"
 # An NCD section number (240.2, 20.4, 110.18.1), written after "NCD": group 1.

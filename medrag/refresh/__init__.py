@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Engine, text
 
+from medrag.changes.compute import ChangeSetOutcome, update_changes
 from medrag.core.config import Settings
 from medrag.core.registry import SOURCE_NAMES, spec
 from medrag.ingest.releases import LoadOutcome, newest_loaded_label
@@ -25,6 +26,7 @@ class SourceRefresh:
     fetched: list[pipeline.FetchedRelease] = field(default_factory=list)
     loaded: list[LoadOutcome] = field(default_factory=list)
     documents: list[DocumentStats] = field(default_factory=list)
+    changes: list[ChangeSetOutcome] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -67,6 +69,11 @@ def documents_stage(engine: Engine, source: str, force: bool) -> DocumentStats |
     return stats
 
 
+def changes_stage(engine: Engine, source: str, force: bool) -> list[ChangeSetOutcome]:
+    """What each loaded release changed against the one before it (computed once per pair, again when forced)."""
+    return update_changes(engine, source, force=force)
+
+
 def timed(seconds: dict[str, float], stage: str, work: Callable[[], object]) -> object:
     """Run one stage and add its wall time to `seconds[stage]`."""
     started = time.perf_counter()
@@ -80,7 +87,8 @@ def refresh_source(
     settings: Settings, engine: Engine, source: str, *, release: str | None = None, force: bool = False,
     progress: Progress | None = None,
 ) -> SourceRefresh:
-    """discover -> download -> extract/load -> chunk/enrich for one source (embedding is a separate stage)."""
+    """discover -> download -> extract/load -> chunk/enrich -> changes for one source (embedding is a separate
+    stage)."""
     say = progress or (lambda _message: None)
     result = SourceRefresh(source)
     say(f"{source}: discover + download")
@@ -92,4 +100,6 @@ def refresh_source(
     documents = timed(result.seconds, "documents", lambda: documents_stage(engine, source, force))
     if documents is not None:
         result.documents.append(documents)
+    say(f"{source}: what changed")
+    result.changes = timed(result.seconds, "changes", lambda: changes_stage(engine, source, force))
     return result

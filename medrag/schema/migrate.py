@@ -46,7 +46,7 @@ SQL_DIR = Path(str(resources.files("medrag.sql")))
 # views.sql first and roles.sql last: roles.sql grants on the views and makes search.sql's functions SECURITY DEFINER.
 # generated.sql is rendered from the Python definitions it must agree with (medrag.schema.generated_sql).
 REPEATABLE_SCRIPTS = ("views.sql", "generated.sql", "search.sql", "codes.sql", "finder.sql", "check.sql",
-                      "roles.sql")
+                      "changes.sql", "roles.sql")
 READER_ROLE = "medrag_reader"
 _CREATED_FUNCTION = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+(\w+)", re.IGNORECASE)
 _CREATED_VIEW = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?VIEW\s+(\w+)", re.IGNORECASE)

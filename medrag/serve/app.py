@@ -33,6 +33,7 @@ from medrag.serve.metrics import ServerMetrics
 from medrag.serve.schemas import (
     AskRequest,
     AskResponse,
+    ChangesResponse,
     CheckRequest,
     CheckResponse,
     CodesResponse,
@@ -270,6 +271,38 @@ def create_app(settings: Settings | None = None, state: ServeState | None = None
         for line in lines:
             summary.add(line)
         return cli_response({"lines": lines, "summary": summary.as_json()})
+
+    @app.get("/changes", response_model=ChangesResponse, responses=ERRORS)
+    def changes_route(
+        source: Annotated[list[str], Query(description="Source(s); default: every source.")] = (),
+        from_label: Annotated[str | None, Query(alias="from", description="The older release (with to).")] = None,
+        to_label: Annotated[str | None, Query(alias="to", description="The newer release (with from).")] = None,
+        since: Annotated[str | None, Query(description="Changes dated on or after YYYY-MM-DD.")] = None,
+        codes: Annotated[list[str], Query(description="Codes (repeatable, or separated by commas or spaces): only "
+                                                      "the changes that touch them.")] = (),
+    ) -> Response:
+        """`medrag changes --json`: the kept change sets asked for (a pair not computed yet is named in gaps)."""
+        import datetime as dt
+
+        from medrag.changes.codes import MAX_API_CODES, parse_code_list
+        from medrag.changes.digest import read_digest
+        from medrag.core.registry import spec
+
+        for name in source:
+            spec(name)
+        if bool(from_label) != bool(to_label):
+            raise MedragError("from and to go together")
+        try:
+            since_day = dt.date.fromisoformat(since) if since else None
+        except ValueError as exc:
+            raise MedragError(f"since {since!r} is not a date (YYYY-MM-DD)") from exc
+        wanted = parse_code_list(" ".join(codes).replace(",", " ").split(), "codes") if codes else None
+        if wanted is not None and len(wanted) > MAX_API_CODES:
+            raise MedragError(f"{len(wanted):,} codes; at most {MAX_API_CODES:,} per request (the CLI takes more)")
+        with state.engine.connect() as conn:
+            digest = read_digest(conn, sources=list(source) or None, from_label=from_label, to_label=to_label,
+                                 since=since_day, codes=wanted)
+        return cli_response(digest.as_json())
 
     @app.get("/releases", response_model=list[ReleaseRow], responses=ERRORS)
     def releases_route(source: Annotated[str | None, Query(description="Only this source.")] = None) -> Response:

@@ -222,6 +222,62 @@ class ReleaseChange(BaseModel):
     change: Literal["added", "removed", "changed"]
 
 
+class YourCode(Strict):
+    """A code of the coder's list that a change touches, and how: code, parent, child or listed."""
+
+    code: str
+    relation: Literal["code", "parent", "child", "listed"]
+
+
+class Change(Strict):
+    """One change: the item, what changed (old and new values where a field did), when, and the codes it touches."""
+
+    change_id: int
+    item_kind: Literal["hcpcs", "icd10cm", "ncd", "lcd", "iom"]
+    item: str
+    change: str = Field(description="added, removed, deleted, terminated, redescribed, respelled, became_header, "
+                                    "became_billable, needs_seventh_character, needs_placeholder, coverage_changed, "
+                                    "pricing_changed, betos_changed, revised, retired, took_effect, updated, "
+                                    "code_added, code_removed, changed")
+    field: str | None
+    old_value: str | None
+    new_value: str | None
+    effective_date: str | None
+    title: str | None
+    codes: list[str]
+    detail: dict[str, Any] = Field(description="e.g. sentences_added, sentences_removed, revision, parent")
+    your_codes: list[YourCode] | None = Field(default=None, description="With codes: the ones this change touches.")
+
+
+class ChangeSet(Strict):
+    """One comparison: a release against the one before it, or (from_label null) the dates an export gives itself."""
+
+    change_set_id: int
+    source: str
+    from_label: str | None
+    to_label: str
+    scope: Literal["releases", "within"]
+    since: str | None
+    counts: dict[str, int]
+    notes: list[str] = Field(description="What was not compared, and where a release's own change list disagrees.")
+    changes: list[Change]
+
+
+class ChangesGap(Strict):
+    """A source that cannot say what changed, and why (one loaded release, nothing loaded)."""
+
+    source: str
+    message: str
+
+
+class ChangesResponse(Strict):
+    """GET /changes and `medrag changes --json`: the change sets asked for and the sources that could not say."""
+
+    codes: list[str] | None
+    sets: list[ChangeSet]
+    gaps: list[ChangesGap]
+
+
 class Health(Strict):
     """GET /health: what a load balancer or an operator needs to know."""
 

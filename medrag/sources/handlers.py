@@ -8,16 +8,21 @@ the same sources.
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 from medrag.core.registry import spec
 from medrag.sources.common import Source
+from medrag.sources.hcpcs import changes as hcpcs_changes
 from medrag.sources.hcpcs import documents as hcpcs_documents
 from medrag.sources.hcpcs import release as hcpcs_release
+from medrag.sources.icd10cm import changes as icd10cm_changes
 from medrag.sources.icd10cm import documents as icd10cm_documents
 from medrag.sources.icd10cm import release as icd10cm_release
+from medrag.sources.iom import changes as iom_changes
 from medrag.sources.iom import documents as iom_documents
 from medrag.sources.iom import release as iom_release
+from medrag.sources.mcd import changes as mcd_changes
 from medrag.sources.mcd import documents as mcd_documents
 from medrag.sources.mcd import release as mcd_release
 
@@ -34,6 +39,15 @@ DRAFT_BUILDERS: dict[str, Callable[..., list[Any]]] = {
     "iom": iom_documents.build_drafts,
 }
 
+# Each source's change finder (medrag.sources.changes.ChangeFinder): FORMAT, between(), and within() where an export
+# dates its own changes.
+CHANGE_FINDERS: dict[str, ModuleType] = {
+    "mcd": mcd_changes,
+    "hcpcs": hcpcs_changes,
+    "icd10cm": icd10cm_changes,
+    "iom": iom_changes,
+}
+
 
 def release_handler(name: str) -> Source:
     """The source's release handling (discover, tables, load); an unknown name is a MedragError naming the choices."""
@@ -43,3 +57,8 @@ def release_handler(name: str) -> Source:
 def drafts_builder(name: str) -> Callable[..., list[Any]]:
     """The function that turns a loaded release's tables into document drafts."""
     return DRAFT_BUILDERS[spec(name).name]
+
+
+def change_finder(name: str) -> ModuleType:
+    """The module that finds what changed between two releases of the source (and within one, where it can)."""
+    return CHANGE_FINDERS[spec(name).name]

@@ -1,5 +1,5 @@
-// The coders' page: ask (streamed, cited), codes, search and the claim-line check, over the same API a script
-// would call.
+// The coders' page: ask (streamed, cited), codes, search, the claim-line check and what changed, over the same API
+// a script would call.
 // Every piece of server text goes through textContent: nothing from the corpus is parsed as HTML.
 "use strict";
 
@@ -250,5 +250,56 @@ $("check-form").addEventListener("submit", async (event) => {
       ...checked.findings.map(findingRow));
   } catch (error) {
     setStatus("check-status", error.message, true);
+  }
+});
+
+// -- what changed -------------------------------------------------------------------------------------------------
+const CHANGES_SHOWN = 50;  // per change set; `medrag changes --csv` lists every one
+
+function changeWhat(change) {
+  const cell = el("td");
+  if (change.field && (change.old_value || change.new_value)) {
+    cell.append(el("div", { text: `${change.field}: ${change.old_value || "—"} → ${change.new_value || "—"}` }));
+  }
+  if (change.item_kind === "lcd" && change.codes.length) cell.append(el("div", { text: `HCPCS ${change.codes.join(", ")}` }));
+  for (const sentence of change.detail.sentences_added || []) cell.append(el("div", { class: "added", text: `+ ${sentence}` }));
+  for (const sentence of change.detail.sentences_removed || []) cell.append(el("div", { class: "removed", text: `− ${sentence}` }));
+  if (change.detail.revision) cell.append(el("div", { class: "meta", text: change.detail.revision }));
+  if (change.your_codes) {
+    cell.append(el("div", { class: "meta", text: "your codes: " + change.your_codes.map((c) => `${c.code} (${c.relation})`).join(", ") }));
+  }
+  return cell;
+}
+
+function changeSetBlock(set) {
+  const heading = set.from_label ? `${set.source}: ${set.from_label} → ${set.to_label}`
+    : `${set.source}: what export ${set.to_label} dates itself` + (set.since ? `, on or after ${set.since}` : "");
+  const counts = Object.entries(set.counts).map(([name, count]) => `${name.replaceAll("_", " ")} ${count}`).join(", ");
+  const table = el("table", { class: "changes" },
+    el("tr", {}, ...["change", "item", "title", "effective", "what changed"].map((name) => el("th", { text: name }))));
+  for (const change of set.changes.slice(0, CHANGES_SHOWN)) {
+    table.append(el("tr", {}, el("td", { text: change.change.replaceAll("_", " ") }),
+      el("td", { text: `${change.item_kind.toUpperCase()} ${change.item}` }), el("td", { text: change.title || "" }),
+      el("td", { class: "meta", text: change.effective_date || "" }), changeWhat(change)));
+  }
+  const more = set.changes.length > CHANGES_SHOWN ? el("p", { class: "meta", text: `… and ${set.changes.length - CHANGES_SHOWN} more` }) : null;
+  return el("section", { class: "change-set" }, el("h3", { text: heading }), el("p", { text: counts || "no changes" }),
+    ...set.notes.map((note) => el("p", { class: "meta", text: note })), set.changes.length ? table : null, more);
+}
+
+$("changes-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const form = new FormData(event.target);
+  setStatus("changes-status", "Reading the changes ...");
+  $("change-sets").replaceChildren();
+  try {
+    const params = { source: form.get("source"), since: form.get("since"), codes: form.get("codes").trim() };
+    const digest = await getJson("/changes", params);
+    const total = digest.sets.reduce((sum, set) => sum + set.changes.length, 0);
+    setStatus("changes-status", `${total} change(s) in ${digest.sets.length} comparison(s)`);
+    $("change-sets").append(...digest.sets.map(changeSetBlock),
+      ...digest.gaps.map((gap) => el("p", { class: "gap", text: gap.message })));
+  } catch (error) {
+    setStatus("changes-status", error.message, true);
   }
 });

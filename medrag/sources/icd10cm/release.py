@@ -79,6 +79,17 @@ ICD10CM_ORDER_COLUMNS: list[tuple[str, str]] = [
     ("long_description", "text"),
 ]
 
+ICD10CM_ADDENDA_COLUMNS: list[tuple[str, str]] = [
+    ("line", "integer"),
+    ("action", "text"),
+    ("code", "text"),
+    ("billable", "boolean"),
+    ("short_description", "text"),
+    ("long_description", "text"),
+]
+_ADDENDA_ACTIONS = {"add:": "add", "delete:": "delete", "revise from:": "revise_from", "revise to:": "revise_to"}
+_ORDER_ADDENDA = re.compile(r"order.*addenda.*\.txt$")
+
 TABULAR_ROOT_TAG = "ICD10CM.tabular"
 # A full ICD-10-CM code has 7 characters (dot not counted); shorter codes under a sevenChrDef need one added.
 FULL_CODE_LENGTH = 7
@@ -150,6 +161,14 @@ def find_tabular_member(zip_names: Iterable[str], archive_name: str = "zip archi
     if len(found) > 1:
         raise Icd10cmFormatError(f"{archive_name}: several tabular XML members, ambiguous: {sorted(found)}")
     return found[0]
+
+
+def find_order_addenda_member(zip_names: Iterable[str]) -> str | None:
+    """Return the `*order_addenda*.txt` member of a CDC zip (the year's changes, with header flags), None if absent."""
+    found = sorted(name for name in zip_names if not name.startswith("__MACOSX/")
+                   and _ORDER_ADDENDA.search(PurePosixPath(name).name.lower())
+                   and not PurePosixPath(name).name.startswith("._"))
+    return found[0] if found else None
 
 
 def find_order_member(zip_names: Iterable[str], archive_name: str = "zip archive") -> str | None:
@@ -424,6 +443,34 @@ def parse_order_file(path: Path) -> list[dict]:
     return rows
 
 
+def _addenda_rows(path: Path, lines: Iterable[str]) -> Iterator[dict]:
+    """Decode order-addenda lines: action 0-12 ("Add:", "Delete:", "Revise from:", "Revise to:"), then the order
+    file's record without its order number: flag 13, code 15-21, short 23-82, long 84-. Counts at the end are
+    skipped."""
+    for line_number, raw_line in enumerate(lines, start=1):
+        line = raw_line.rstrip("\r\n")
+        action = _ADDENDA_ACTIONS.get(line[:13].strip().lower())
+        if action is None:
+            continue
+        code, flag = line[15:22].strip(), line[13:14]
+        if not (_ORDER_CODE.fullmatch(code) and flag in ("0", "1")):
+            raise Icd10cmFormatError(f"{path}: line {line_number} is not an addenda record: {line[:40]!r}")
+        yield {"line": line_number, "action": action, "code": dotted_icd10cm(code), "billable": flag == "1",
+               "short_description": _clean(line[23:83]), "long_description": _clean(line[84:])}
+
+
+def parse_order_addenda(path: Path) -> list[dict]:
+    """Parse a CDC order-addenda file: each code added, deleted or revised since the year before."""
+    path = Path(path)
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            return list(_addenda_rows(path, handle))
+    except UnicodeDecodeError as exc:
+        raise Icd10cmFormatError(f"{path}: addenda file is not UTF-8/ASCII text ({exc})") from exc
+    except OSError as exc:
+        raise Icd10cmFormatError(f"{path}: cannot read addenda file ({exc})") from exc
+
+
 # ---------------------------------------------------------------------------------------------- source
 
 # Link text of the code-table zips on the CMS ICD-10 page, e.g. "2026 Code Tables, Tabular and Index (ZIP)".
@@ -434,7 +481,8 @@ class Icd10cmSource:
     """ICD-10-CM: a fiscal year's zips (tabular XML, order file, index files) -> the icd10cm_* tables."""
 
     name = "icd10cm"
-    tables = ("icd10cm_chapter", "icd10cm_section", "icd10cm_code", "icd10cm_order_code", "icd10cm_index_entry")
+    tables = ("icd10cm_chapter", "icd10cm_section", "icd10cm_code", "icd10cm_order_code", "icd10cm_index_entry",
+              "icd10cm_addenda")
 
     def discover(self, page_url: str, get_page: GetPage) -> list[ReleaseCandidate]:
         """One candidate per fiscal year, newest first, with every code-table zip linked for that year.
@@ -486,6 +534,11 @@ class Icd10cmSource:
         if order_rows:
             rows["icd10cm_order_code"] = copy_rows(conn, "icd10cm_order_code", ICD10CM_ORDER_COLUMNS, order_rows,
                                                    constants=constants)
+        addenda_name = find_order_addenda_member(names)
+        if addenda_name:
+            rows["icd10cm_addenda"] = copy_rows(conn, "icd10cm_addenda", ICD10CM_ADDENDA_COLUMNS,
+                                                parse_order_addenda(members[addenda_name]), constants=constants)
+            notes["addenda_file"] = addenda_name
         index_files = {name: path for name, path in members.items() if index_member_kind(name)}
         if index_files:
             parsed = parse_index_files(index_files)
