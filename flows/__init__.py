@@ -10,7 +10,8 @@ import os
 
 DEPLOYMENT_NAME = "quarterly"
 FLOW_NAME = "quarterly-refresh"
-ENTRYPOINT = "flows/quarterly_refresh.py:quarterly_refresh"
+# A module, not a file: a worker imports it from wherever medrag is installed (a wheel, the image, a checkout).
+ENTRYPOINT = "medrag_flows.quarterly_refresh:quarterly_refresh"
 # 06:00 on the first day of each calendar quarter: CMS's quarterly HCPCS / MCD / IOM updates take effect then.
 QUARTERLY_CRON = "0 6 1 1,4,7,10 *"
 TIMEZONE_ENV = "MEDRAG_REFRESH_TIMEZONE"

@@ -40,7 +40,6 @@ from medrag.refresh import changes_stage, documents_stage, fetch_stage, load_sta
 from medrag.refresh.documents import DocumentStats
 from medrag.refresh.fetch_and_load import FetchedRelease
 
-PROJECT_DIR = Path(__file__).resolve().parents[1]
 # Two refreshes at once would load the same releases side by side and embed the same chunks twice.
 REFRESH_CONCURRENCY = 1
 DEPLOYMENT_TAGS = ["medrag"]
@@ -299,18 +298,14 @@ def ensure_process_work_pool(name: str) -> None:
                 pass
 
 
-def deploy_quarterly(work_pool: str, cron: str = QUARTERLY_CRON, timezone: str | None = None,
-                     project_dir: Path = PROJECT_DIR) -> UUID:
-    """Register the 'quarterly' deployment for a process work pool (no serving): workers run it from project_dir."""
-    from prefect.runner.storage import LocalStorage
-
+def deploy_quarterly(work_pool: str, cron: str = QUARTERLY_CRON, timezone: str | None = None) -> UUID:
+    """Register the 'quarterly' deployment for a process work pool (no serving): workers import the flow from the
+    medrag installed beside them (its module entrypoint), so nothing is pulled and no source folder is needed."""
     ensure_process_work_pool(work_pool)
     deployment = quarterly_refresh.to_deployment(
         name=DEPLOYMENT_NAME, schedules=[quarterly_schedule(cron, timezone)], work_pool_name=work_pool,
         parameters={"release": None, "sources": None, "force": False}, concurrency_limit=REFRESH_CONCURRENCY,
         tags=DEPLOYMENT_TAGS,
     )
-    # As deploy/prefect.yaml does: the worker changes into the project folder and imports the entrypoint there.
     deployment.entrypoint = ENTRYPOINT
-    deployment.storage = LocalStorage(str(project_dir))
     return deployment.apply()

@@ -64,6 +64,40 @@ def test_sql_command_runs_psql_on_the_database(home_env: dict[str, str]) -> None
     assert result.stdout.strip() == "0"
 
 
+def test_backup_and_restore_bring_back_what_was_there(home_env: dict[str, str], tmp_path: Path) -> None:
+    """On the embedded server: a release row and a vector, backed up, lost, restored from the file."""
+    run_medrag("db", "start", env=home_env)
+    assert run_medrag("db", "migrate", env=home_env).returncode == 0
+
+    def sql(statement: str) -> str:
+        done = run_medrag("sql", "-At", "-c", statement, env=home_env)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    sql("INSERT INTO release (source, label, status) VALUES ('hcpcs', '2030Q1', 'loaded')")
+    before = sql("SELECT source || ' ' || label || ' ' || status FROM release ORDER BY id")
+    backup = tmp_path / "medrag.dump"
+    made = run_medrag("db", "backup", str(backup), env=home_env)
+    assert made.returncode == 0 and backup.stat().st_size > 10_000, made.stderr
+    again = run_medrag("db", "backup", str(backup), env=home_env)
+    assert again.returncode == 2 and "exists" in again.stderr  # a backup is never overwritten
+
+    sql("DELETE FROM release")
+    sql("DROP TABLE medrag_synonym CASCADE")
+    restored = run_medrag("db", "restore", str(backup), env=home_env)
+    assert restored.returncode == 0, restored.stderr
+    assert sql("SELECT source || ' ' || label || ' ' || status FROM release ORDER BY id") == before
+    assert int(sql("SELECT count(*) FROM medrag_synonym")) > 0
+    assert run_medrag("db", "status", env=home_env).returncode == 0
+
+    broken = tmp_path / "broken.dump"
+    broken.write_bytes(backup.read_bytes()[: backup.stat().st_size // 2])
+    failed = run_medrag("db", "restore", str(broken), env=home_env)
+    assert failed.returncode == 2 and failed.stderr.startswith("medrag: error: pg_restore failed:")
+    assert len(failed.stderr.strip().splitlines()) == 1
+    assert sql("SELECT count(*) FROM release") == "1"  # a failed restore changed nothing
+
+
 def test_start_on_a_taken_port_is_one_line_and_nonzero() -> None:
     home = Path(tempfile.mkdtemp(prefix="medrag-port-", dir="/tmp"))
     home.chmod(0o755)

@@ -53,6 +53,31 @@ def test_the_api_service_serves_on_health_checked_dependencies() -> None:
     assert "latest" not in tag and re.search(r"v\d+\.\d+", tag)
 
 
+def test_every_long_running_service_has_a_healthcheck_that_its_process_serves() -> None:
+    services = load_compose()["services"]
+    for name, service in services.items():
+        test = service.get("healthcheck", {}).get("test")
+        assert test and test[0] in ("CMD", "CMD-SHELL"), f"{name} has no healthcheck"
+    worker = (REPO / "deploy" / "worker-entrypoint.sh").read_text()
+    probes = {name: " ".join(service["healthcheck"]["test"]) for name, service in services.items()}
+    assert "--with-healthcheck" in worker and ":8080/health" in probes["prefect-worker"]
+    for name, port in (("dask-scheduler", "8787"), ("dask-worker", "8789")):
+        assert f":{port}" in services[name]["command"] and f":{port}/health" in probes[name]
+    assert services["dask-worker"]["depends_on"] == {"dask-scheduler": {"condition": "service_healthy"}}
+
+
+def test_the_image_installs_the_wheel_with_the_lock_and_runs_unprivileged() -> None:
+    dockerfile = (REPO / "deploy" / "Dockerfile").read_text()
+    steps = [line for line in dockerfile.splitlines() if line and not line.startswith("#")]
+    assert any(line.startswith("RUN pip wheel") for line in steps)
+    installs = [line for line in steps if "pip install" in line]
+    assert installs and not any(" -e " in line for line in installs)
+    assert all("-c /etc/medrag/constraints.txt" in line for line in installs if "torch" not in line)
+    user = [line for line in steps if line.startswith("USER ")]
+    assert user and user[-1] != "USER root" and steps.index(user[-1]) > steps.index(installs[-1])
+    assert "COPY deploy/constraints.txt" in dockerfile
+
+
 def test_worker_gets_every_connection_variable_the_code_reads() -> None:
     worker_env = load_compose()["services"]["prefect-worker"]["environment"]
     source = (REPO / "medrag" / "core" / "config.py").read_text()

@@ -135,7 +135,7 @@ def test_relative_links_point_at_files_that_exist(page: Path) -> None:
 
 def test_docs_has_the_pages() -> None:
     for name in ("architecture", "sources", "search", "evaluation", "results", "cli", "sql", "configuration",
-                 "deployment"):
+                 "deployment", "changes", "check", "coders", "operators"):
         assert (DOCS / f"{name}.md").is_file(), f"docs/{name}.md is missing"
 
 

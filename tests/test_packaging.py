@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import sys
-import sysconfig
 import tomllib
 import zipfile
 from pathlib import Path
 
 import psycopg
 import pytest
+from installed_wheel import build_wheel, install_wheel  # tests/ is on sys.path: rootdir conftest, no __init__.py
 
 from medrag.core.db import libpq_url
 
 REPO = Path(__file__).resolve().parents[1]
 # The design card's top-level folders ship inside the distribution under these import names.
 MAPPED = {"medrag.migrations": "migrations", "medrag.sql": "sql", "medrag_flows": "flows"}
+# Folders of data files only, declared as packages so setuptools ships them quietly.
+DATA_PACKAGES = {"medrag.data": "medrag/data", "medrag.serve.static": "medrag/serve/static",
+                 "medrag.sql.examples": "sql/examples"}
 
 
 def declared_packages() -> set[str]:
@@ -30,19 +31,14 @@ def test_every_package_in_the_tree_is_declared() -> None:
     for name, folder in MAPPED.items():
         found |= {name + "".join(f".{part}" for part in init.parent.relative_to(REPO / folder).parts)
                   for init in (REPO / folder).rglob("__init__.py")}
-    assert found == declared_packages()
+    assert found == declared_packages() - set(DATA_PACKAGES)
+    for name, folder in DATA_PACKAGES.items():
+        assert (REPO / folder).is_dir() and not (REPO / folder / "__init__.py").exists(), name
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    # Built from a copy: setuptools leaves a build/ folder beside the sources, and a stale one would leak into wheels.
-    tree = tmp_path_factory.mktemp("tree") / "medrag"
-    shutil.copytree(REPO, tree, ignore=shutil.ignore_patterns(".git", ".venv*", ".medrag*", "build", "*.egg-info",
-                                                              "__pycache__", ".pytest_cache", ".ruff_cache"))
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet", "-w",
-                    str(out), str(tree)], check=True, timeout=600, capture_output=True)
-    return next(out.glob("medrag-*.whl"))
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
 
 
 def test_the_wheel_holds_migrations_sql_data_and_flows(wheel: Path) -> None:
@@ -58,14 +54,7 @@ def test_the_wheel_holds_migrations_sql_data_and_flows(wheel: Path) -> None:
 
 def test_installed_wheel_migrates_an_empty_database(wheel: Path, tmp_path: Path, empty_db_url: str) -> None:
     venv = tmp_path / "venv"
-    subprocess.run([sys._base_executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-    python = str(venv / "bin" / "python")
-    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                               check=True, capture_output=True, text=True).stdout.strip())
-    # The project's dependencies, seen as a plain path: that venv's own .pth files (an editable medrag) stay unread.
-    (site / "medrag_dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--no-deps",
-                    "--no-index", "--quiet", str(wheel)], check=True, timeout=600, capture_output=True)
+    site = install_wheel(wheel, venv)
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     env |= {"DATABASE_URL": empty_db_url, "MEDRAG_HOME": str(tmp_path / "home")}
     where = subprocess.run([str(venv / "bin" / "python"), "-c", "import medrag, medrag_flows; "

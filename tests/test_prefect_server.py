@@ -146,7 +146,7 @@ def test_prefect_yaml_matches_the_flow_and_the_cli() -> None:
     assert schedule["timezone"] == f"{{{{ ${TIMEZONE_ENV} }}}}"
     assert deployment["work_pool"]["name"] == f"{{{{ ${WORK_POOL_ENV} }}}}"
     assert config["pull"] == [{"prefect.deployments.steps.set_working_directory": {"directory": "/app"}}]
-    flow = load_flow_from_entrypoint(str(REPO / ENTRYPOINT))
+    flow = load_flow_from_entrypoint(ENTRYPOINT)  # a module: imported from wherever medrag is installed
     assert flow.name == FLOW_NAME
     assert set(deployment["parameters"]) == set(flow.parameters.properties)
     assert "prefect.yaml" in (REPO / "deploy" / "worker-entrypoint.sh").read_text()
@@ -166,21 +166,21 @@ def test_deploy_registers_the_quarterly_schedule_and_the_server_schedules_the_ne
     assert deployment.work_pool_name == "test-pool" and client.read_work_pool("test-pool").type == "process"
     assert deployment.entrypoint == ENTRYPOINT and deployment.tags == ["medrag"]
     assert deployment.global_concurrency_limit.limit == 1
-    assert deployment.pull_steps == [{"prefect.deployments.steps.set_working_directory": {"directory": str(REPO)}}]
+    assert not deployment.pull_steps  # nothing to fetch or change into: the worker imports the installed module
 
     runs = wait_for(lambda: scheduled_runs(client, deployment.id), 60, "a scheduled run of the deployment")
     assert runs[0].expected_start_time == next_quarter_start(before, DEFAULT_TIMEZONE)
     assert all(run.expected_start_time > before for run in runs)
 
 
-def test_a_process_worker_runs_the_deployed_flow_in_the_project_folder(server_env, client) -> None:
+def test_a_process_worker_runs_the_deployed_flow(server_env, client) -> None:
     import prefect.settings as prefect_settings
     from medrag_flows.quarterly_refresh import deploy_quarterly
 
     with prefect_settings.temporary_settings(updates={prefect_settings.PREFECT_API_URL: server_env["PREFECT_API_URL"]}):
         deployment_id = deploy_quarterly("test-pool", timezone=DEFAULT_TIMEZONE)
-    # An unknown source fails in the flow's first line: proof enough that the worker changed into the project
-    # folder, imported the entrypoint and ran the flow, without refreshing anything.
+    # An unknown source fails in the flow's first line: proof enough that the worker imported the entrypoint and
+    # ran the flow, without refreshing anything.
     flow_run = client.create_flow_run_from_deployment(deployment_id, parameters={"sources": ["nowhere"]})
     worker = run([str(BIN / "prefect"), "worker", "start", "--pool", "test-pool", "--run-once"],
                  server_env | {"PREFECT_WORKER_PREFETCH_SECONDS": "60"})
@@ -192,6 +192,56 @@ def test_a_process_worker_runs_the_deployed_flow_in_the_project_folder(server_en
 
     state = wait_for(final_state, 60, "the worker's flow run to finish")
     assert state.is_failed() and "unknown source 'nowhere'" in state.message
+
+
+def test_a_worker_runs_the_deployment_from_an_installed_wheel(server_env, client, tmp_path) -> None:
+    """medrag as a wheel in a fresh venv, far from any checkout: `medrag flows deploy` from it, and a worker of that
+    venv imports the module entrypoint from the wheel and runs the flow."""
+    from installed_wheel import build_wheel, install_wheel
+
+    site = install_wheel(build_wheel(tmp_path), tmp_path / "venv")
+    python, away = str(tmp_path / "venv" / "bin" / "python"), tmp_path / "elsewhere"
+    away.mkdir()
+    env = {name: value for name, value in server_env.items() if name != "PYTHONPATH"} | {WORK_POOL_ENV: "wheel-pool"}
+    where = subprocess.run([python, "-c", "import medrag_flows.quarterly_refresh as m; print(m.__file__)"], cwd=away,
+                           env=env, check=True, capture_output=True, text=True).stdout.strip()
+    assert where.startswith(str(site)), where
+    deploy = subprocess.run([str(tmp_path / "venv" / "bin" / "medrag"), "flows", "deploy"], cwd=away, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert deploy.returncode == 0, deploy.stdout + deploy.stderr
+    deployment = client.read_deployment_by_name(FULL_NAME)
+    assert deployment.work_pool_name == "wheel-pool" and deployment.entrypoint == ENTRYPOINT
+    flow_run = client.create_flow_run_from_deployment(deployment.id, parameters={"sources": ["nowhere"]})
+    worker = subprocess.run([python, "-m", "prefect", "worker", "start", "--pool", "wheel-pool", "--run-once"],
+                            cwd=away, env=env | {"PREFECT_WORKER_PREFETCH_SECONDS": "60"}, capture_output=True,
+                            text=True, timeout=300)
+    assert worker.returncode == 0, worker.stdout + worker.stderr
+
+    def final_state() -> object:
+        state = client.read_flow_run(flow_run.id).state
+        return state if state.is_final() else None
+
+    state = wait_for(final_state, 60, "the wheel worker's flow run to finish")
+    assert state.is_failed() and "unknown source 'nowhere'" in state.message
+
+
+def test_the_failed_refresh_automation_is_created_as_shipped(server_env, client, tmp_path) -> None:
+    import prefect.settings as prefect_settings
+    from prefect.blocks.notifications import CustomWebhookNotificationBlock
+
+    with prefect_settings.temporary_settings(updates={prefect_settings.PREFECT_API_URL: server_env["PREFECT_API_URL"]}):
+        block_id = CustomWebhookNotificationBlock(name="medrag-alerts", url="http://127.0.0.1:9/alert").save(
+            "medrag-alerts", overwrite=True)
+    shipped = (REPO / "deploy" / "automation-failed-refresh.yaml").read_text()
+    ours = tmp_path / "automation.yaml"
+    ours.write_text(shipped.replace("00000000-0000-0000-0000-000000000000", str(block_id)))
+    created = run([str(BIN / "prefect"), "automation", "create", "--from-file", str(ours)], server_env)
+    assert created.returncode == 0, created.stdout + created.stderr
+    (automation,) = [item for item in client.read_automations() if item.name == "medrag refresh failed"]
+    assert set(automation.trigger.expect) == {"prefect.flow-run.Failed", "prefect.flow-run.Crashed"}
+    assert automation.trigger.match_related == {"prefect.resource.role": "flow",
+                                                "prefect.resource.name": FLOW_NAME}
+    assert automation.actions[0].type == "send-notification" and automation.actions[0].block_document_id == block_id
 
 
 def test_prefect_yaml_deploys_with_prefect_deploy(server_env, client) -> None:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from http import HTTPStatus
 from pathlib import Path
 
 import httpx
@@ -222,7 +223,11 @@ def test_openapi_documents_every_route_and_the_page_needs_no_cdn(api):
     schemas = spec["components"]["schemas"]
     assert {"rank", "score", "key", "title", "release", "url"} <= set(schemas["SearchHit"]["properties"])
     assert "authority" in schemas["Citation"]["properties"]
-    assert api.get("/docs").status_code == 404  # FastAPI's /docs loads its scripts from a CDN: left off
+    docs = api.get("/docs")  # Swagger UI from the swagger-ui-bundle package, not FastAPI's CDN
+    assert docs.status_code == 200 and "swagger-ui" in docs.text
+    for asset in re.findall(r"""(?:src=|href=|url: |Url: )["']([^"']+)["']""", docs.text):
+        assert asset.startswith(("/docs-assets/", "/openapi.json")), asset
+        assert api.get(asset).status_code == 200, asset
     page = api.get("/")
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
     for asset in re.findall(r'(?:src|href)="([^"]+)"', page.text):
@@ -306,7 +311,12 @@ def test_streamed_vllm_answer_arrives_sentence_by_sentence_and_degrades_when_the
 def test_bad_query_input_is_a_4xx_with_the_cli_message(api, cli_env, path, params, status, cli_args):
     response = api.get(path, params=params)
     assert response.status_code == status
-    message = response.json()["error"]
+    assert response.headers["content-type"] == "application/problem+json"
+    problem = response.json()
+    assert problem["status"] == status and problem["instance"] == path and problem["type"] == "about:blank"
+    assert problem["title"] == HTTPStatus(status).phrase
+    message = problem["detail"]
+    assert message == problem["error"]  # the earlier {"error": ...} clients read
     assert message and "\n" not in message and "Traceback" not in message
     if cli_args:
         assert message == cli_error(*cli_args)
@@ -322,6 +332,55 @@ def test_bad_query_input_is_a_4xx_with_the_cli_message(api, cli_env, path, param
     (b'{"text": "oxygen"}', 422, "question"),
     (json.dumps({"question": "x" * (MAX_BODY_BYTES + 4_000)}).encode(), 413, f"limit is {MAX_BODY_BYTES:,}"),
 ])
+def test_a_422_lists_every_invalid_field(api):
+    response = api.get("/search", params={"k": 0, "as_of": "x"})  # q missing, k below 1
+    problem = response.json()
+    assert response.status_code == 422 and response.headers["content-type"] == "application/problem+json"
+    fields = {item["field"] for item in problem["errors"]}
+    assert {"q", "k"} <= fields and len(problem["errors"]) >= 2
+    assert "q: " in problem["detail"] and "k: " in problem["detail"] and "\n" not in problem["detail"]
+
+
+def test_a_streamed_answer_keeps_the_connection_alive_and_stops_when_the_client_hangs_up(settings, state):
+    sentences = [{"text": "Home oxygen is covered when the patient has hypoxemia.", "sources": [1]}]
+    with OpenAIStub(model="stub-smol") as stub:
+        slow = dataclasses.replace(settings, vllm_base_url=stub.url, llm_timeout=30.0, sse_keepalive=0.3)
+        with running_app(create_app(slow, state)) as base_url:
+            stub.queue(Reply(content=json_reply(sentences).content, delay=3.0))  # the model thinks for 3 s
+            with httpx.stream("POST", f"{base_url}/ask", params={"stream": "true"}, json={"question": OXYGEN},
+                              timeout=30) as response:
+                lines = response.iter_lines()
+                assert next(line for line in lines if line) == ": keep-alive"  # before any sentence
+            # hung up: when the model's first sentence arrives, the answer stops there
+            def cancelled() -> bool:
+                text_format = httpx.get(f"{base_url}/metrics").text
+                return bool(re.search(r"^medrag_answers_cancelled_total 1\.0$", text_format, re.M))
+
+            deadline = time.monotonic() + 20
+            while not cancelled() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert cancelled()
+
+
+def test_the_app_serves_under_a_root_path(settings, state):
+    under = dataclasses.replace(settings, root_path="/medrag")
+    with running_app(create_app(under, state)) as base_url:
+        page = httpx.get(f"{base_url}/medrag/")
+        assert page.status_code == 200 and 'href="static/app.css"' in page.text
+        assert httpx.get(f"{base_url}/medrag/static/app.js").status_code == 200
+        codes = httpx.get(f"{base_url}/medrag/codes", params={"term": "cpap machine"}, timeout=60)
+        assert codes.status_code == 200 and codes.json()["results"]
+        missing = httpx.get(f"{base_url}/medrag/nowhere")
+        assert missing.status_code == 404 and missing.json()["instance"] == "/nowhere"
+        assert httpx.get(f"{base_url}/medrag/openapi.json").json()["servers"] == [{"url": "/medrag"}]
+
+
+def test_health_shows_no_filesystem_path(api):
+    health = api.get("/health").json()
+    assert "/" not in health["embedding_model"]["name"] and health["embedding_model"]["name"]
+    assert str(Path.home()) not in json.dumps(health) and "/tmp" not in json.dumps(health)
+
+
 def test_bad_ask_bodies_are_4xx_streamed_or_not(api, body, status, fragment):
     for params in ({}, {"stream": "true"}):
         response = api.post("/ask", params=params, content=body, headers={"Content-Type": "application/json"})

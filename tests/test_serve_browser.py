@@ -17,6 +17,7 @@ from api_server import running_app  # tests/ is on sys.path: rootdir conftest, n
 from medrag.serve.app import create_app
 
 CHROMIUM = Path(os.environ.get("MEDRAG_CHROMIUM", "/usr/bin/chromium"))
+IMAGES = Path(__file__).resolve().parents[1] / "docs" / "images"
 CHROMEDRIVER = Path(os.environ.get("MEDRAG_CHROMEDRIVER", "/usr/bin/chromedriver"))
 WAIT_S = 120
 # Sums the layout shifts not caused by the user's own input (Chromium's Layout Instability API).
@@ -65,6 +66,17 @@ def _wait(driver, condition):
     return WebDriverWait(driver, WAIT_S).until(condition)
 
 
+def screenshot(driver, folder: Path, name: str) -> Path:
+    """Save the window as folder/name, and as docs/images/name too when MEDRAG_SCREENSHOTS=1 (the guides' pictures:
+    `MEDRAG_SCREENSHOTS=1 make test-browser`); a real picture is tens of kilobytes."""
+    path = folder / name
+    driver.save_screenshot(str(path))
+    assert path.stat().st_size > 10_000, name
+    if os.environ.get("MEDRAG_SCREENSHOTS") == "1":
+        (IMAGES / name).write_bytes(path.read_bytes())
+    return path
+
+
 def _no_horizontal_scroll(driver) -> bool:
     return driver.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
 
@@ -93,7 +105,7 @@ def test_a_coder_asks_follows_a_citation_and_looks_up_codes(browser, page_url, t
     assert browser.execute_script("return location.hash") == f"#{ncd[0]}"
     assert browser.execute_script("return window.__shift") < 0.1  # the answer arrived without moving the page
     assert _no_horizontal_scroll(browser)
-    browser.save_screenshot(str(tmp_path / "ask-1280.png"))
+    screenshot(browser, tmp_path, "ask-1280.png")
 
     # Keyboard only: from the Ask tab, the right arrow opens Codes and puts the cursor in its box.
     browser.find_element(By.ID, "tab-ask").send_keys(Keys.ARROW_RIGHT)
@@ -102,16 +114,14 @@ def test_a_coder_asks_follows_a_citation_and_looks_up_codes(browser, page_url, t
     card = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, '.code[data-code="E0601"]'))[0]
     assert card.find_elements(By.CSS_SELECTOR, 'li[data-lcd="L33718"]')
     assert "high" in card.find_element(By.CSS_SELECTOR, ".tier").text
-    browser.save_screenshot(str(tmp_path / "codes-1280.png"))
+    screenshot(browser, tmp_path, "codes-1280.png")
 
     browser.set_window_size(400, 860)
     assert _no_horizontal_scroll(browser)
-    browser.save_screenshot(str(tmp_path / "codes-400.png"))
+    screenshot(browser, tmp_path, "codes-400.png")
     browser.find_element(By.ID, "tab-ask").click()
     assert _no_horizontal_scroll(browser)
-    browser.save_screenshot(str(tmp_path / "ask-400.png"))
-    for name in ("ask-1280.png", "codes-1280.png", "codes-400.png", "ask-400.png"):
-        assert (tmp_path / name).stat().st_size > 10_000
+    screenshot(browser, tmp_path, "ask-400.png")
 
 
 def test_search_tab_and_a_refusal_read_as_such(browser, page_url):
@@ -152,8 +162,7 @@ def test_a_coder_checks_a_claim_line(browser, page_url, tmp_path):
     assert browser.find_element(By.ID, "check-status").text == "2 error(s) on this line"
     browser.set_window_size(400, 860)
     assert _no_horizontal_scroll(browser)
-    browser.save_screenshot(str(tmp_path / "check-400.png"))
-    assert (tmp_path / "check-400.png").stat().st_size > 10_000
+    screenshot(browser, tmp_path, "check-400.png")
 
 
 def test_a_coder_reads_what_changed_for_their_codes(browser, page_url, tmp_path):
@@ -167,6 +176,7 @@ def test_a_coder_reads_what_changed_for_their_codes(browser, page_url, tmp_path)
     form = browser.find_element(By.ID, "changes-form")
     form.find_element(By.NAME, "codes").send_keys("J2920, B8809, E11.9", Keys.ENTER)
     sets = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#change-sets section.change-set"))
+    screenshot(browser, tmp_path, "changes-1280.png")
     text = browser.find_element(By.ID, "change-sets").text
     assert "hcpcs: 2019 → 2025Q1" in text and "J2920" in text and "your codes: J2920 (code)" in text
     assert "B8809 (parent)" in text and "E11.9" not in text
@@ -175,5 +185,20 @@ def test_a_coder_reads_what_changed_for_their_codes(browser, page_url, tmp_path)
     assert len(sets) >= 2
     browser.set_window_size(400, 860)
     assert _no_horizontal_scroll(browser)
-    browser.save_screenshot(str(tmp_path / "changes-400.png"))
-    assert (tmp_path / "changes-400.png").stat().st_size > 10_000
+    screenshot(browser, tmp_path, "changes-400.png")
+
+
+def test_the_page_works_under_a_proxy_sub_path(browser, indexed_engine, indexed_settings, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    settings = dataclasses.replace(indexed_settings, vllm_base_url=None, api_token=None, api_rate=0,
+                                   root_path="/medrag")
+    with running_app(create_app(settings)) as base_url:
+        browser.set_window_size(1280, 900)
+        browser.get(f"{base_url}/medrag/")
+        browser.find_element(By.ID, "tab-codes").click()
+        browser.switch_to.active_element.send_keys("cpap machine", Keys.ENTER)
+        _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, '.code[data-code="E0601"]'))
+        loaded = browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+        assert loaded and all(name.startswith(f"{base_url}/medrag/") for name in loaded), loaded

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import click
 
@@ -16,7 +17,7 @@ from medrag.schema import migrate
 
 @click.group("db")
 def db_group() -> None:
-    """Start, stop and migrate medrag's PostgreSQL database."""
+    """Start, stop, migrate, back up and restore medrag's PostgreSQL database."""
 
 
 def _refuse_with_external(action: str) -> None:
@@ -96,6 +97,43 @@ def db_migrate(revision: str) -> None:
     click.echo(f"schema at revision {migrate.current_revision(url)}")
     if applied:
         click.echo(f"analyst SQL scripts applied: {', '.join(applied)}")
+
+
+def _run_tool(tool: str, *args: str) -> None:
+    """Run one of the embedded server's client programs (version 18: they read any older server too); its failure
+    is one line."""
+    import subprocess
+
+    done = subprocess.run([str(bin_dir() / tool), *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
+        raise MedragError(f"{tool} failed: {lines[-1] if lines else f'exit code {done.returncode}'}")
+
+
+@db_group.command("backup")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+def db_backup(path: Path) -> None:
+    """Write the whole database (tables, vectors, releases, query log) to PATH with pg_dump's custom format."""
+    if path.exists():
+        raise MedragError(f"{path} exists; name a new file")
+    url = libpq_url(database_url())
+    partial = path.with_name(path.name + ".partial")
+    try:
+        _run_tool("pg_dump", "--format=custom", "--no-owner", f"--file={partial}", url)
+        partial.replace(path)  # a backup that stopped half way never has the final name
+    finally:
+        partial.unlink(missing_ok=True)
+    click.echo(f"backed up to {path} ({path.stat().st_size:,} bytes)")
+
+
+@db_group.command("restore")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def db_restore(path: Path) -> None:
+    """Replace the database's contents with a backup of `medrag db backup` (one transaction: all of it or none)."""
+    url = libpq_url(database_url())
+    _run_tool("pg_restore", "--clean", "--if-exists", "--no-owner", "--single-transaction", "--exit-on-error",
+              f"--dbname={url}", str(path))
+    click.echo(f"restored {path}; schema revision {migrate.current_revision(database_url())}")
 
 
 @click.command("sql", context_settings={"ignore_unknown_options": True})

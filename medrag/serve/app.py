@@ -7,13 +7,14 @@ server's thread pool; the model, the engine and the code finder are loaded once 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
-import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from http import HTTPStatus
 from importlib import resources
 from typing import Annotated, Any
 
@@ -48,10 +49,11 @@ from medrag.serve.state import ServeState
 log = logging.getLogger("medrag.serve")
 # Routes anyone may call, token or not: the load balancer's probe and the page's own files (they hold no data;
 # the page asks for the token when a data route answers 401).
-OPEN_PATHS = ("/health", "/", "/favicon.ico")
-STATIC_PREFIX = "/static/"
+OPEN_PATHS = ("/health", "/", "/favicon.ico", "/docs", "/openapi.json")
+STATIC_PREFIX = ("/static/", "/docs-assets/")
+PROBLEM_TYPE = "application/problem+json"
 ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorResponse} for code in (400, 401, 404, 413, 422, 429, 503)
+    code: {"model": ErrorResponse, "content": {PROBLEM_TYPE: {}}} for code in (400, 401, 404, 413, 422, 429, 503)
 }
 
 
@@ -87,8 +89,21 @@ def _is_connection_error(error: DBAPIError) -> bool:
     return isinstance(error.orig, psycopg.OperationalError | psycopg.InterfaceError)
 
 
-def _error_response(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status, headers=headers)
+def problem(status: int, detail: str, instance: str, headers: dict[str, str] | None = None,
+            errors: list[dict[str, str]] | None = None) -> JSONResponse:
+    """An RFC 9457 problem details response: type, title, status, detail (the CLI's one line), instance; `errors`
+    lists every invalid field of a 422; `error` repeats `detail` for clients of the earlier `{"error": ...}`."""
+    body: dict[str, Any] = {"type": "about:blank", "title": HTTPStatus(status).phrase, "status": status,
+                            "detail": detail, "instance": instance, "error": detail}
+    if errors is not None:
+        body["errors"] = errors
+    return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_TYPE)
+
+
+def route_path(request: Request) -> str:
+    """The request's path within the app: without MEDRAG_ROOT_PATH's prefix when the proxy passed it on."""
+    root, path = request.scope.get("root_path", ""), request.url.path
+    return path[len(root):] or "/" if root and path.startswith(root) else path
 
 
 def _filters(raw: dict[str, Any]):  # noqa: ANN202 - SearchFilters, imported lazily with the retrieval stack
@@ -116,26 +131,27 @@ def create_app(settings: Settings | None = None, state: ServeState | None = None
         yield
         state.close()
 
-    # /docs and /redoc load their scripts from a CDN, which offline machines cannot reach: left off.
+    # FastAPI's /docs and /redoc load their scripts from a CDN, which offline machines cannot reach: /docs is served
+    # below from the swagger-ui-bundle package instead, /redoc left off.
     app = FastAPI(title="medrag", summary="Medicare reference data: search, cited answers, code lookup.",
-                  version="1", docs_url=None, redoc_url=None, lifespan=lifespan)
+                  version="1", docs_url=None, redoc_url=None, lifespan=lifespan, root_path=settings.root_path)
     app.state.medrag = state
     app.state.metrics = metrics
 
     @app.middleware("http")
     async def front_door(request: Request, call_next: Callable) -> Response:
         started = time.perf_counter()
-        path = request.url.path
+        path = route_path(request)
         response: Response | None = None
         try:
             guarded = not (path in OPEN_PATHS or path.startswith(STATIC_PREFIX))
             if guarded and settings.api_token and not token_matches(request.headers.get("authorization"),
                                                                     settings.api_token):
-                response = _error_response(401, "a bearer token is required: Authorization: Bearer <token>",
-                                           {"WWW-Authenticate": "Bearer"})
+                response = problem(401, "a bearer token is required: Authorization: Bearer <token>", path,
+                                   {"WWW-Authenticate": "Bearer"})
             elif guarded and limiter is not None and (wait := limiter.wait_seconds(_client(request))):
-                response = _error_response(429, f"rate limit of {settings.api_rate} requests per minute reached; "
-                                                f"retry in {wait} s", {"Retry-After": str(wait)})
+                response = problem(429, f"rate limit of {settings.api_rate} requests per minute reached; "
+                                        f"retry in {wait} s", path, {"Retry-After": str(wait)})
             else:
                 response = await call_next(request)
             return response
@@ -146,19 +162,24 @@ def create_app(settings: Settings | None = None, state: ServeState | None = None
                                     time.perf_counter() - started)
 
     @app.exception_handler(RequestValidationError)
-    async def invalid_request(_request: Request, error: RequestValidationError) -> JSONResponse:
-        first = error.errors()[0] if error.errors() else {}
+    async def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
+        found = error.errors()
+        first = found[0] if found else {}
         if first.get("type") == "json_invalid":
-            return _error_response(400, f"the body is not valid JSON: {first.get('ctx', {}).get('error', '')}")
-        where = ".".join(str(part) for part in first.get("loc", ()) if part not in ("body", "query"))
-        return _error_response(422, f"{where or 'request'}: {first.get('msg', 'invalid')}")
+            return problem(400, f"the body is not valid JSON: {first.get('ctx', {}).get('error', '')}",
+                           route_path(request))
+        listed = [{"field": ".".join(str(part) for part in item.get("loc", ()) if part not in ("body", "query"))
+                   or "request", "message": item.get("msg", "invalid")} for item in found]
+        detail = "; ".join(f"{item['field']}: {item['message']}" for item in listed[:3])
+        more = f" (and {len(listed) - 3} more)" if len(listed) > 3 else ""
+        return problem(422, (detail or "request: invalid") + more, route_path(request), errors=listed)
 
     @app.exception_handler(HTTPException)
-    async def http_error(_request: Request, error: HTTPException) -> JSONResponse:
+    async def http_error(request: Request, error: HTTPException) -> JSONResponse:
         message = error.detail if isinstance(error.detail, str) else json.dumps(error.detail)
         if error.status_code == 404 and message == "Not Found":
-            message = f"no such route: {_request.method} {_request.url.path}"
-        return _error_response(error.status_code, message, getattr(error, "headers", None))
+            message = f"no such route: {request.method} {route_path(request)}"
+        return problem(error.status_code, message, route_path(request), getattr(error, "headers", None))
 
     # MedragError and DBAPIError are handled where the route raised them (a 4xx / 503 ends the request cleanly);
     # Exception reaches Starlette's last-resort handler, which answers and then re-raises for the server's log.
@@ -169,7 +190,7 @@ def create_app(settings: Settings | None = None, state: ServeState | None = None
         status, message = error_status(error)
         if status == 500:
             log.error("%s %s failed: %s", request.method, request.url.path, message)
-        return _error_response(status, message)
+        return problem(status, message, route_path(request))
 
     # -- the page --------------------------------------------------------------------------------------------
 
@@ -179,6 +200,21 @@ def create_app(settings: Settings | None = None, state: ServeState | None = None
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
         return FileResponse(str(static / "index.html"), media_type="text/html")
+
+    # Swagger UI from the swagger-ui-bundle package: the interactive docs without a CDN.
+    import swagger_ui_bundle
+
+    app.mount("/docs-assets", StaticFiles(directory=swagger_ui_bundle.swagger_ui_path), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    def interactive_docs(request: Request) -> Response:
+        from fastapi.openapi.docs import get_swagger_ui_html
+
+        root = request.scope.get("root_path", "")
+        return get_swagger_ui_html(openapi_url=f"{root}/openapi.json", title="medrag API",
+                                   swagger_js_url=f"{root}/docs-assets/swagger-ui-bundle.js",
+                                   swagger_css_url=f"{root}/docs-assets/swagger-ui.css",
+                                   swagger_favicon_url=f"{root}/docs-assets/favicon-32x32.png")
 
     # -- the API ---------------------------------------------------------------------------------------------
 
@@ -243,7 +279,7 @@ def create_app(settings: Settings | None = None, state: ServeState | None = None
         choose_backend(backend, settings)
         with state.engine.connect() as conn:
             check_filters(conn, filters)
-        return StreamingResponse(stream_events(answer), media_type="text/event-stream",
+        return StreamingResponse(stream_events(answer, settings.sse_keepalive, metrics), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
     @app.get("/codes", response_model=CodesResponse, responses=ERRORS)
@@ -328,30 +364,57 @@ def create_app(settings: Settings | None = None, state: ServeState | None = None
     return app
 
 
-def stream_events(answer: Callable[[Callable], dict[str, Any]]) -> Iterator[str]:
-    """Server-Sent Events of one answer: `sentence` per validated sentence as it passes, then `final` or `error`."""
+class AnswerCancelled(Exception):
+    """The client of a streamed answer hung up: the answer stops at its next sentence."""
+
+
+async def stream_events(answer: Callable[[Callable], dict[str, Any]], keepalive_s: float,
+                        metrics: ServerMetrics | None = None) -> AsyncIterator[str]:
+    """Server-Sent Events of one answer: `sentence` per validated sentence as it passes, then `final` or `error`; a
+    `: keep-alive` comment whenever `keepalive_s` pass without one, so proxies keep the connection open. When the
+    client hangs up, the answer is cancelled at its next sentence (an LLM's stream is closed there)."""
     from medrag.answer.pipeline import cited_sentence
 
-    events: queue.Queue[tuple[str, dict[str, Any]] | None] = queue.Queue()
+    loop = asyncio.get_running_loop()
+    events: asyncio.Queue[tuple[str, dict[str, Any]] | None] = asyncio.Queue()
+    cancelled = threading.Event()
     count = 0
+
+    def put(event: tuple[str, dict[str, Any]] | None) -> None:
+        loop.call_soon_threadsafe(events.put_nowait, event)
 
     def on_sentence(check: Any) -> None:
         nonlocal count
-        events.put(("sentence", {"index": count, "text": cited_sentence(check), "sources": list(check.sources)}))
+        if cancelled.is_set():
+            raise AnswerCancelled("the client hung up")
+        put(("sentence", {"index": count, "text": cited_sentence(check), "sources": list(check.sources)}))
         count += 1
 
     def work() -> None:
         try:
-            events.put(("final", answer(on_sentence)))
+            put(("final", answer(on_sentence)))
+        except AnswerCancelled:
+            if metrics is not None:
+                metrics.cancelled.inc()
         except Exception as error:  # noqa: BLE001 - the stream has started: the failure becomes its last event
             status, message = error_status(error)
             if status == 500:
                 log.exception("streamed answer failed")
-            events.put(("error", {"error": message, "status": status}))
+            put(("error", {"error": message, "status": status}))
         finally:
-            events.put(None)
+            put(None)
 
     threading.Thread(target=work, name="medrag-answer", daemon=True).start()
-    while (event := events.get()) is not None:
-        name, data = event
-        yield f"event: {name}\ndata: {cli_text(data)}\n\n"
+    try:
+        while True:
+            try:
+                event = await asyncio.wait_for(events.get(), keepalive_s)
+            except TimeoutError:
+                yield ": keep-alive\n\n"
+                continue
+            if event is None:
+                return
+            name, data = event
+            yield f"event: {name}\ndata: {cli_text(data)}\n\n"
+    finally:  # the stream ended, or the client left (the server cancels this generator)
+        cancelled.set()

@@ -8,6 +8,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from http import HTTPStatus
 
 # A question with its filters is well under 16 KB, and the largest POST /check (1,000 claim lines of a code, three
 # modifiers, twelve diagnoses and a state) about 250 KB; anything bigger is a mistake or an attack.
@@ -61,7 +62,7 @@ class BodyLimit:
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await _send_error(send, 413, self._message(int(declared)))
+            await _send_error(send, 413, self._message(int(declared)), scope.get("path", "/"))
             return
         if declared is not None or scope.get("method") in ("GET", "HEAD"):
             await self.app(scope, receive, send)
@@ -73,7 +74,7 @@ class BodyLimit:
             messages.append(message)
             seen += len(message.get("body", b""))
             if seen > self.max_bytes:
-                await _send_error(send, 413, self._message(seen))
+                await _send_error(send, 413, self._message(seen), scope.get("path", "/"))
                 return
             if message["type"] != "http.request" or not message.get("more_body"):
                 break
@@ -87,8 +88,11 @@ class BodyLimit:
         return f"the request body is {size:,} bytes; the limit is {self.max_bytes:,}"
 
 
-async def _send_error(send: Callable, status: int, message: str) -> None:
-    body = json.dumps({"error": message}).encode()
+async def _send_error(send: Callable, status: int, message: str, path: str) -> None:
+    """A problem-details response sent before the app sees the request (the app's own are medrag.serve.app's)."""
+    body = json.dumps({"type": "about:blank", "title": HTTPStatus(status).phrase, "status": status,
+                       "detail": message, "instance": path, "error": message}).encode()
     await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+                "headers": [(b"content-type", b"application/problem+json"),
+                            (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})

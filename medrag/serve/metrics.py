@@ -25,6 +25,8 @@ class ServerMetrics:
                                 registry=self.registry)
         self.degraded = Counter("medrag_answers_degraded", "Answers given by the extractive backend because the LLM "
                                 "failed.", registry=self.registry)
+        self.cancelled = Counter("medrag_answers_cancelled", "Streamed answers stopped because the client hung up.",
+                                 registry=self.registry)
         self.dropped = Counter("medrag_validation_dropped_sentences", "Draft sentences the validation gates dropped.",
                                registry=self.registry)
 

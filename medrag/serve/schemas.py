@@ -17,10 +17,23 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class ErrorResponse(Strict):
-    """Every 4xx/5xx body: the one-line message the CLI prints after "medrag: error:"."""
+class InvalidField(Strict):
+    """One invalid field of a 422."""
 
-    error: str = Field(description="What was wrong, in one line.")
+    field: str = Field(description="Where: a query parameter or a body field, dotted (lines.0.dos).")
+    message: str
+
+
+class ErrorResponse(Strict):
+    """Every 4xx/5xx body: RFC 9457 problem details (application/problem+json)."""
+
+    type: str = Field(description="about:blank: the status says what kind of problem it is.")
+    title: str = Field(description="The status's phrase (Bad Request, Unprocessable Content, ...).")
+    status: int
+    detail: str = Field(description="What was wrong, in one line: what the CLI prints after \"medrag: error:\".")
+    instance: str = Field(description="The path asked for, within the app.")
+    error: str = Field(description="The same line as detail, for clients of the earlier {\"error\": ...} body.")
+    errors: list[InvalidField] | None = Field(default=None, description="A 422's invalid fields, every one.")
 
 
 class SearchHit(Strict):

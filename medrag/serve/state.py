@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -101,7 +102,8 @@ class ServeState:
                         "schema_at_head": revision == head}
         except Exception as error:  # noqa: BLE001 - health reports any failure as a reason, never raises
             database["error"] = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
-        embedding = {"loaded": self._embedder is not None, "name": self.settings.embedding_model,
+        # the model's name, never its folder: /health is open to anyone
+        embedding = {"loaded": self._embedder is not None, "name": Path(self.settings.embedding_model).name,
                      "backend": self.settings.embedding_backend}
         if self._embedder_error:
             embedding["error"] = self._embedder_error

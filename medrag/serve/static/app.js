@@ -1,6 +1,7 @@
 // The coders' page: ask (streamed, cited), codes, search, the claim-line check and what changed, over the same API
 // a script would call.
-// Every piece of server text goes through textContent: nothing from the corpus is parsed as HTML.
+// Every piece of server text goes through textContent: nothing from the corpus is parsed as HTML. Every URL is
+// relative to the page, so the page works under a proxy's sub-path (MEDRAG_ROOT_PATH) as at the root.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -46,7 +47,7 @@ $("token").addEventListener("change", () => sessionStorage.setItem("medrag-token
 
 async function failure(response) {
   let message = `${response.status} ${response.statusText}`;
-  try { message = (await response.json()).error || message; } catch (_) { /* not JSON */ }
+  try { message = (await response.json()).detail || message; } catch (_) { /* not JSON */ }
   if (response.status === 401) { $("token-box").hidden = false; $("token").focus(); }
   return message;
 }
@@ -123,7 +124,7 @@ async function ask(event) {
   $("sources-heading").hidden = true;
   setStatus("ask-status", "Searching the sources ...");
   try {
-    const response = await fetch("/ask?stream=true", { method: "POST", headers: headers(true),
+    const response = await fetch("ask?stream=true", { method: "POST", headers: headers(true),
       body: JSON.stringify({ question: form.get("question"), filters }) });
     if (!response.ok) throw new Error(await failure(response));
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -186,7 +187,7 @@ $("codes-form").addEventListener("submit", async (event) => {
   setStatus("codes-status", "Looking up codes ...");
   $("codes").replaceChildren();
   try {
-    const found = await getJson("/codes", { term: form.get("term"), system: form.get("system") });
+    const found = await getJson("codes", { term: form.get("term"), system: form.get("system") });
     setStatus("codes-status", found.summary);
     $("codes").append(...found.results.map(codeCard));
     const trace = el("details", {}, el("summary", { text: "How these were found" }),
@@ -203,7 +204,7 @@ $("search-form").addEventListener("submit", async (event) => {
   setStatus("search-status", "Searching ...");
   $("hits").replaceChildren();
   try {
-    const found = await getJson("/search", { q: new FormData(event.target).get("q") });
+    const found = await getJson("search", { q: new FormData(event.target).get("q") });
     setStatus("search-status", `${found.hits.length} hits in ${Math.round(found.timings_ms.total)} ms`);
     for (const hit of found.hits) {
       const item = el("li", {},
@@ -242,7 +243,7 @@ $("check-form").addEventListener("submit", async (event) => {
   setStatus("check-status", "Checking ...");
   $("findings").replaceChildren();
   try {
-    const response = await fetch("/check", { method: "POST", headers: headers(true), body: JSON.stringify({ lines: [line] }) });
+    const response = await fetch("check", { method: "POST", headers: headers(true), body: JSON.stringify({ lines: [line] }) });
     if (!response.ok) throw new Error(await failure(response));
     const [checked] = (await response.json()).lines;
     setStatus("check-status", checked.errors ? `${checked.errors} error(s) on this line` : "No errors on this line");
@@ -294,7 +295,7 @@ $("changes-form").addEventListener("submit", async (event) => {
   $("change-sets").replaceChildren();
   try {
     const params = { source: form.get("source"), since: form.get("since"), codes: form.get("codes").trim() };
-    const digest = await getJson("/changes", params);
+    const digest = await getJson("changes", params);
     const total = digest.sets.reduce((sum, set) => sum + set.changes.length, 0);
     setStatus("changes-status", `${total} change(s) in ${digest.sets.length} comparison(s)`);
     $("change-sets").append(...digest.sets.map(changeSetBlock),
