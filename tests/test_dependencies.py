@@ -81,3 +81,21 @@ def test_the_test_only_references_stay_out_of_the_runtime() -> None:
     runtime = {distribution_name(requirement) for requirement in project()["dependencies"]}
     assert "sentence-transformers" not in runtime
     assert "sentence-transformers" in {distribution_name(r) for r in project()["optional-dependencies"]["dev"]}
+
+
+def test_the_lock_pins_every_declared_dependency_to_a_version_it_allows() -> None:
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    pinned = {}
+    for line in (REPO / "deploy" / "constraints.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, separator, version = line.partition("==")
+            assert separator and " @ " not in line, f"not a pin from an index: {line}"
+            pinned[re.sub(r"[-_.]+", "-", name).lower()] = Version(version)
+    wanted = project()["dependencies"] + [requirement for extra in project()["optional-dependencies"].values()
+                                          for requirement in extra]
+    for requirement in map(Requirement, wanted):
+        name = re.sub(r"[-_.]+", "-", requirement.name).lower()
+        assert name in pinned, f"{name} is not in deploy/constraints.txt: run `make lock`"
+        assert requirement.specifier.contains(pinned[name], prereleases=True), (name, pinned[name])
