@@ -357,6 +357,26 @@ def render_install_size(report: dict[str, Any]) -> list[str]:
                                                                        "", f"Largest now: {largest}."]
 
 
+def render_ranker_fit(report: dict[str, Any]) -> list[str]:
+    """`medrag eval fit-ranker`: the training set, the fitted weights, and every code set under each weighting."""
+    training = need(report, "training")
+    evaluation = need(report, "evaluation")
+    lines = [f"{training['pairs']} pairs from the releases ("
+             + ", ".join(f"{kind} {count}" for kind, count in training["by_kind"].items())
+             + f"; seed {training['seed']}, sha256 {training['sha256'][:12]}...), {need(report, 'rows'):,} candidate "
+             f"rows, {need(report, 'comparisons'):,} comparisons; kept: {'yes' if report.get('kept') else 'no'}. "
+             + evaluation["note"], ""]
+    weights = [["hand-set (kept)", *evaluation["hand_set_weights"].values()],
+               ["pairwise fit", *[need(report, "weights")[name] for name in ("lexical", "rank", "specificity",
+                                                                             "semantic")]],
+               ["pointwise fit", *evaluation["pointwise_weights"].values()]]
+    lines += table(["weights", "lexical", "rank", "specificity", "semantic"], weights) + [""]
+    rows = [[name, *[f"{evaluation[model][name]['top1']} / {evaluation[model][name]['top5']}"
+                     for model in ("hand_set", "pairwise_fit", "pointwise_fit")]]
+            for name in evaluation["hand_set"]]
+    return lines + table(["code set: top-1 / top-5", "hand-set", "pairwise fit", "pointwise fit"], rows)
+
+
 def render_other(report: Any) -> list[str]:
     """Any other result file: its values, flattened."""
     return table(["key", "value"], [[key or "(value)", value] for key, value in flatten(report)])
@@ -407,6 +427,9 @@ KINDS = (
          "medrag eval check --lines eval/check_holdout.jsonl --json", render_check),
     Kind("bench_check.json", "Claim-line check benchmark",
          "python benchmarks/check.py --out docs/results/bench_check.json", render_bench_check),
+    Kind("ranker_fit.json", "Code finder: weights fitted on the releases (not kept)",
+         "medrag eval fit-ranker --out docs/results/ranker_fit.json (evaluation: medrag eval codes on each set)",
+         render_ranker_fit),
     Kind("install_size.json", "Installed size",
          "python benchmarks/install_size.py --out docs/results/install_size.json", render_install_size),
     Kind("bench_changes.json", "What changed benchmark",

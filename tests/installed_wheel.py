@@ -18,8 +18,9 @@ def build_wheel(folder: Path) -> Path:
     shutil.copytree(REPO, tree, ignore=shutil.ignore_patterns(".git", ".venv*", ".medrag*", "build", "*.egg-info",
                                                               "__pycache__", ".pytest_cache", ".ruff_cache"))
     out = folder / "wheel"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet", "-w",
-                    str(out), str(tree)], check=True, timeout=600, capture_output=True)
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v", "-w",
+                            str(out), str(tree)], check=True, timeout=600, capture_output=True, text=True)
+    (out / "build.log").write_text(built.stdout + built.stderr)
     return next(out.glob("medrag-*.whl"))
 
 

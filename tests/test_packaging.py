@@ -41,6 +41,12 @@ def wheel(tmp_path_factory) -> Path:
     return build_wheel(tmp_path_factory.mktemp("wheel"))
 
 
+def test_the_build_prints_no_setuptools_warning(wheel: Path) -> None:
+    log = (wheel.parent / "build.log").read_text()
+    warnings = [line for line in log.splitlines() if "Warning" in line or "is absent from the `packages`" in line]
+    assert not warnings, warnings
+
+
 def test_the_wheel_holds_migrations_sql_data_and_flows(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for expected in ("medrag/migrations/env.py", "medrag/migrations/script.py.mako",

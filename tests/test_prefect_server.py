@@ -239,8 +239,9 @@ def test_the_failed_refresh_automation_is_created_as_shipped(server_env, client,
     assert created.returncode == 0, created.stdout + created.stderr
     (automation,) = [item for item in client.read_automations() if item.name == "medrag refresh failed"]
     assert set(automation.trigger.expect) == {"prefect.flow-run.Failed", "prefect.flow-run.Crashed"}
-    assert automation.trigger.match_related == {"prefect.resource.role": "flow",
-                                                "prefect.resource.name": FLOW_NAME}
+    related = automation.trigger.match_related
+    assert dict(related.root if hasattr(related, "root") else related) == {"prefect.resource.role": "flow",
+                                                                           "prefect.resource.name": FLOW_NAME}
     assert automation.actions[0].type == "send-notification" and automation.actions[0].block_document_id == block_id
 
 

@@ -24,7 +24,12 @@ TIERS = ((0.8, HIGH), (0.5, MEDIUM), (0.0, POSSIBLE))
 MIN_SCORE = 0.3
 # How far a system the classifier hears less about is scaled down (medrag_routing_priors); chosen on the dev set.
 ROUTING_PRIOR_WEIGHT = 0.3
-WEIGHTS = {"lexical": 0.60, "rank": 0.05, "specificity": 0.20, "semantic": 0.15}
+# The score's weights: fitted on pairs the releases give by `medrag eval fit-ranker` (codes/ranker.py) when its model
+# is there, else the hand-set weights before it.
+HAND_SET_WEIGHTS = {"lexical": 0.60, "rank": 0.05, "specificity": 0.20, "semantic": 0.15}
+RANKER_MODEL_FILE = Path(__file__).parents[1] / "data" / "ranker_model.json"
+WEIGHTS = (json.loads(RANKER_MODEL_FILE.read_text())["weights"] if RANKER_MODEL_FILE.exists()
+           else HAND_SET_WEIGHTS)
 # The calibration of scores into confidences, fitted on the dev terms by `medrag eval fit-confidence` (codes/fit.py).
 CONFIDENCE_MODEL_FILE = Path(__file__).parents[1] / "data" / "confidence_model.json"
 CALIBRATION_INPUTS = ("score_weight", "behind_weight", "best_weight", "intercept")

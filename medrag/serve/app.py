@@ -134,7 +134,7 @@ def create_app(settings: Settings | None = None, state: ServeState | None = None
     # FastAPI's /docs and /redoc load their scripts from a CDN, which offline machines cannot reach: /docs is served
     # below from the swagger-ui-bundle package instead, /redoc left off.
     app = FastAPI(title="medrag", summary="Medicare reference data: search, cited answers, code lookup.",
-                  version="1", docs_url=None, redoc_url=None, lifespan=lifespan, root_path=settings.root_path)
+                  version="1", docs_url=None, redoc_url=None, lifespan=lifespan)
     app.state.medrag = state
     app.state.metrics = metrics
 
@@ -361,7 +361,23 @@ def create_app(settings: Settings | None = None, state: ServeState | None = None
 
     # Added last, so it runs first: an oversized body is refused before anything reads it.
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
+    if settings.root_path:
+        app.add_middleware(RootPath, root_path=settings.root_path)
     return app
+
+
+class RootPath:
+    """Serves the app under MEDRAG_ROOT_PATH: the prefix every request's scope carries (a proxy that passes the
+    prefix on, or strips it), so routing, the OpenAPI servers and /docs agree with the URLs the browser sees."""
+
+    def __init__(self, app: Callable, root_path: str) -> None:
+        self.app, self.root_path = app, root_path
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
+        """Set the scope's root_path unless the server already did."""
+        if scope["type"] in ("http", "websocket") and not scope.get("root_path"):
+            scope = {**scope, "root_path": self.root_path}
+        await self.app(scope, receive, send)
 
 
 class AnswerCancelled(Exception):
