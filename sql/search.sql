@@ -261,14 +261,17 @@ AS $$
     FROM to_tsvector('english', coalesce(query_text, '')) AS words
 $$;
 
--- What kind of answer a question wants (medrag ask): 'frequency' (how often, how many sessions), 'code' (what a
--- code describes, which codes or contractors an LCD lists), 'eligibility' (who qualifies, criteria, when or for
--- which conditions something is covered), 'coverage' (a yes / no: is X covered?) or NULL. The first that applies.
+-- What kind of answer a question wants (medrag ask): 'amount' (a premium, deductible, copay, price or fee: a sum
+-- of money), 'frequency' (how often, how many sessions), 'code' (what a code describes, which codes or contractors an
+-- LCD lists), 'eligibility' (who qualifies, criteria, when or for which conditions something is covered), 'coverage'
+-- (a yes / no: is X covered?) or NULL. The first that applies.
 CREATE OR REPLACE FUNCTION medrag_question_type(query_text text)
 RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT CASE
+        WHEN q ~ '\m(premiums?|deductibles?|coinsurance|co-?pays?|copayments?|out-of-pocket|prices?|fee schedule|income limits?|how much (does|do|will|would|is|are|can) ([a-z-]+ ){0,4}(cost|pay|charge|reimburse|owe))\M'
+            THEN 'amount'
         WHEN q ~ '\m(how often|how frequently|frequency|how many ([a-z-]+ ){0,5}(times|sessions|visits|treatments|tests|screenings)|intervals?|every [0-9]+|(per|each) (year|month)|times a (year|month))\M'
             THEN 'frequency'
         WHEN q ~ '\m(codes?|hcpcs|icd-10-cm|icd-10|icd|describes?|contractors?|states?)\M' THEN 'code'

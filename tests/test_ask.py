@@ -121,6 +121,27 @@ def test_off_topic_and_nonsense_questions_are_refused_but_show_what_was_found(
     assert len(row["rejected"]) == len(result.evidence)
 
 
+@pytest.mark.parametrize(("question", "kind"), [
+    ("What is the monthly premium for Medicare Part B?", "amount"),
+    ("How much does Medicare pay for a wheelchair?", "amount"),
+    ("Which Part D formulary tier is Eliquis on, and what is my copay?", "amount"),
+    ("How often will Medicare pay for a screening colonoscopy?", "frequency"),
+    ("Does Medicare pay for hepatitis C screening in adults?", "coverage"),
+    ("How much oxygen flow qualifies for home oxygen?", "eligibility"),
+])
+def test_a_question_for_a_sum_of_money_is_typed_as_one(indexed_engine, question, kind):
+    with indexed_engine.connect() as conn:
+        assert conn.execute(text("SELECT medrag_question_type(:q)"), {"q": question}).scalar() == kind
+
+
+def test_a_question_for_a_sum_of_money_is_refused_when_no_source_names_one(indexed_engine, settings, embedder):
+    # the coverage rules hold no premiums: the closest sources (an NCD on a Part B drug) must not answer it
+    result = ask(indexed_engine, "What is the monthly premium for Medicare Part B?", settings=settings,
+                 embedder=embedder)
+    assert result.refused and result.refusal_reason == "insufficient_evidence" and result.answer == ""
+    assert result.validation["stage"] == "amount"
+
+
 def test_a_code_question_is_answered_from_the_code_set(indexed_engine, settings, embedder):
     result = ask(indexed_engine, "What is HCPCS code E0601?", settings=settings, embedder=embedder)
     assert not result.refused

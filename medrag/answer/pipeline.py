@@ -7,6 +7,7 @@ sources it found are returned either way.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -36,6 +37,10 @@ from medrag.retrieval.search import SearchFilters, search
 BACKENDS = ("auto", "vllm", "extractive")
 EXTRACTIVE_MODEL = "extractive"
 INSUFFICIENT_EVIDENCE = "insufficient_evidence"
+# medrag_question_type's kind for a question that asks for a sum of money, and how a source writes one ($55, 12
+# dollars).
+AMOUNT_QUESTION = "amount"
+MONEY = re.compile(r"\$\s?\d|\b\d[\d,.]*\s+dollars?\b", re.IGNORECASE)
 FAILED_VALIDATION = "failed_validation"
 INVALID_INPUT = "invalid_input"
 # Stages whose time is not the backend's own: the "pipeline overhead" the evaluation reports.
@@ -239,6 +244,12 @@ def _answer(engine: Engine, question: str, settings: Settings, embedder: Any, fi
                               unit_model)
     prompt_excerpts(result.units, words_per_source=PROMPT_WORDS_PER_SOURCE)
     clock.lap("units")
+    if kind.question_type == AMOUNT_QUESTION and not any(MONEY.search(item.unit.text) for item in result.units):
+        # a question for a sum of money is answered by a sum or not at all: sources that name none (the coverage
+        # rules hold no premiums, deductibles or fee schedules) cannot answer it, however close they are
+        result.refused, result.refusal_reason = True, INSUFFICIENT_EVIDENCE
+        result.validation = {**summarize([]), "stage": "amount"}
+        return result
 
     def emit(checks: Iterable[SentenceCheck]) -> None:
         if on_sentence is not None:
