@@ -173,25 +173,31 @@ def test_deploy_registers_the_quarterly_schedule_and_the_server_schedules_the_ne
     assert all(run.expected_start_time > before for run in runs)
 
 
-def test_a_process_worker_runs_the_deployed_flow(server_env, client) -> None:
-    import prefect.settings as prefect_settings
-    from medrag_flows.quarterly_refresh import deploy_quarterly
-
-    with prefect_settings.temporary_settings(updates={prefect_settings.PREFECT_API_URL: server_env["PREFECT_API_URL"]}):
-        deployment_id = deploy_quarterly("test-pool", timezone=DEFAULT_TIMEZONE)
-    # An unknown source fails in the flow's first line: proof enough that the worker imported the entrypoint and
-    # ran the flow, without refreshing anything.
+def assert_a_worker_ran_it(client, deployment_id, prefect: list[str], pool: str, env: dict[str, str],
+                           cwd: Path) -> None:
+    """A run of the deployment for an unknown source, taken by `prefect worker start --run-once`: it fails in the
+    flow's first line, proof enough that the worker imported the entrypoint and ran the flow, refreshing nothing."""
     flow_run = client.create_flow_run_from_deployment(deployment_id, parameters={"sources": ["nowhere"]})
-    worker = run([str(BIN / "prefect"), "worker", "start", "--pool", "test-pool", "--run-once"],
-                 server_env | {"PREFECT_WORKER_PREFETCH_SECONDS": "60"})
+    worker = subprocess.run([*prefect, "worker", "start", "--pool", pool, "--run-once"], cwd=cwd,
+                            env=env | {"PREFECT_WORKER_PREFETCH_SECONDS": "60"}, capture_output=True, text=True,
+                            timeout=300)
     assert worker.returncode == 0, worker.stdout + worker.stderr
 
     def final_state() -> object:
         state = client.read_flow_run(flow_run.id).state
         return state if state.is_final() else None
 
-    state = wait_for(final_state, 60, "the worker's flow run to finish")
+    state = wait_for(final_state, 60, f"the {pool} worker's flow run to finish")
     assert state.is_failed() and "unknown source 'nowhere'" in state.message
+
+
+def test_a_process_worker_runs_the_deployed_flow(server_env, client) -> None:
+    import prefect.settings as prefect_settings
+    from medrag_flows.quarterly_refresh import deploy_quarterly
+
+    with prefect_settings.temporary_settings(updates={prefect_settings.PREFECT_API_URL: server_env["PREFECT_API_URL"]}):
+        deployment_id = deploy_quarterly("test-pool", timezone=DEFAULT_TIMEZONE)
+    assert_a_worker_ran_it(client, deployment_id, [str(BIN / "prefect")], "test-pool", server_env, REPO)
 
 
 def test_a_worker_runs_the_deployment_from_an_installed_wheel(server_env, client, tmp_path) -> None:
@@ -211,18 +217,7 @@ def test_a_worker_runs_the_deployment_from_an_installed_wheel(server_env, client
     assert deploy.returncode == 0, deploy.stdout + deploy.stderr
     deployment = client.read_deployment_by_name(FULL_NAME)
     assert deployment.work_pool_name == "wheel-pool" and deployment.entrypoint == ENTRYPOINT
-    flow_run = client.create_flow_run_from_deployment(deployment.id, parameters={"sources": ["nowhere"]})
-    worker = subprocess.run([python, "-m", "prefect", "worker", "start", "--pool", "wheel-pool", "--run-once"],
-                            cwd=away, env=env | {"PREFECT_WORKER_PREFETCH_SECONDS": "60"}, capture_output=True,
-                            text=True, timeout=300)
-    assert worker.returncode == 0, worker.stdout + worker.stderr
-
-    def final_state() -> object:
-        state = client.read_flow_run(flow_run.id).state
-        return state if state.is_final() else None
-
-    state = wait_for(final_state, 60, "the wheel worker's flow run to finish")
-    assert state.is_failed() and "unknown source 'nowhere'" in state.message
+    assert_a_worker_ran_it(client, deployment.id, [python, "-m", "prefect"], "wheel-pool", env, away)
 
 
 def test_the_failed_refresh_automation_is_created_as_shipped(server_env, client, tmp_path) -> None:
