@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from medrag.changes.render import counts_line
 from medrag.core.errors import MedragError
 from medrag.core.registry import SOURCE_NAMES
 
@@ -104,8 +105,7 @@ def changes_table(summary: dict[str, Any]) -> Table:
         if not any(item["from"] for item in change_sets):
             table.add_row(source, "", "", "one loaded release: nothing to compare yet", "")
         for item in change_sets:
-            counts = ", ".join(f"{name.replace('_', ' ')} {count:,}" for name, count in item["counts"].items())
-            table.add_row(source, item["from"] or "(its own dates)", item["to"], counts or "no changes",
+            table.add_row(source, item["from"] or "(its own dates)", item["to"], counts_line(item["counts"]),
                           f"{len(item['notes'])}" if item["notes"] else "")
     return table
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection, text
 
+from medrag.changes.compute import usable_releases
 from medrag.core.errors import MedragError
 from medrag.core.registry import SOURCE_NAMES, spec
 from medrag.ingest.releases import release_sort_key
@@ -90,7 +92,7 @@ def read_digest(conn: Connection, *, sources: list[str] | None = None, from_labe
     for source in sources or SOURCE_NAMES:
         spec(source)
         kept = conn.execute(_SETS, {"source": source}).mappings().all()
-        labels = sorted({row["to_label"] for row in kept} | _usable_labels(conn, source), key=release_sort_key)
+        labels = [label for _id, label in usable_releases(conn, source)]  # oldest first
         rows = _choose(kept, labels, from_label, to_label, since)
         if len(labels) < 2 and not (from_label or to_label):
             digest.gaps.append({"source": source, "message": _one_release(source, labels)})
@@ -115,11 +117,6 @@ def read_digest(conn: Connection, *, sources: list[str] | None = None, from_labe
         if since is not None or codes is not None or change_set.from_label is None:
             change_set.counts = _counted(change_set.changes)
     return digest
-
-
-def _usable_labels(conn: Connection, source: str) -> set[str]:
-    return set(conn.execute(text("SELECT label FROM medrag_usable_release WHERE source = :s"), {"s": source})
-               .scalars())
 
 
 def _one_release(source: str, labels: list[str]) -> str:
@@ -153,7 +150,4 @@ def _touched(conn: Connection, codes: list[str], set_ids: list[int]) -> dict[int
 
 
 def _counted(changes: list[dict[str, Any]]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for change in changes:
-        counts[change["change"]] = counts.get(change["change"], 0) + 1
-    return dict(sorted(counts.items()))
+    return dict(sorted(Counter(change["change"] for change in changes).items()))

@@ -14,7 +14,6 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from http import HTTPStatus
 from importlib import resources
 from typing import Annotated, Any
 
@@ -29,7 +28,7 @@ from medrag.codes.finder import DEFAULT_TOP, MAX_TOP
 from medrag.core.config import Settings, load_settings
 from medrag.core.db import DatabaseUnavailable
 from medrag.core.errors import MedragError, unreachable_message
-from medrag.serve.guard import MAX_BODY_BYTES, BodyLimit, RateLimiter, token_matches
+from medrag.serve.guard import MAX_BODY_BYTES, PROBLEM_TYPE, BodyLimit, RateLimiter, problem_body, token_matches
 from medrag.serve.metrics import ServerMetrics
 from medrag.serve.schemas import (
     AskRequest,
@@ -51,7 +50,6 @@ log = logging.getLogger("medrag.serve")
 # the page asks for the token when a data route answers 401).
 OPEN_PATHS = ("/health", "/", "/favicon.ico", "/docs", "/openapi.json")
 STATIC_PREFIX = ("/static/", "/docs-assets/")
-PROBLEM_TYPE = "application/problem+json"
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorResponse, "content": {PROBLEM_TYPE: {}}} for code in (400, 401, 404, 413, 422, 429, 503)
 }
@@ -91,10 +89,8 @@ def _is_connection_error(error: DBAPIError) -> bool:
 
 def problem(status: int, detail: str, instance: str, headers: dict[str, str] | None = None,
             errors: list[dict[str, str]] | None = None) -> JSONResponse:
-    """An RFC 9457 problem details response: type, title, status, detail (the CLI's one line), instance; `errors`
-    lists every invalid field of a 422; `error` repeats `detail` for clients of the earlier `{"error": ...}`."""
-    body: dict[str, Any] = {"type": "about:blank", "title": HTTPStatus(status).phrase, "status": status,
-                            "detail": detail, "instance": instance, "error": detail}
+    """An RFC 9457 problem details response (guard.problem_body); `errors` lists every invalid field of a 422."""
+    body = problem_body(status, detail, instance)
     if errors is not None:
         body["errors"] = errors
     return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_TYPE)

@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 from http import HTTPStatus
+from typing import Any
 
 # A question with its filters is well under 16 KB, and the largest POST /check (1,000 claim lines of a code, three
 # modifiers, twelve diagnoses and a state) about 250 KB; anything bigger is a mistake or an attack.
@@ -88,11 +89,20 @@ class BodyLimit:
         return f"the request body is {size:,} bytes; the limit is {self.max_bytes:,}"
 
 
+PROBLEM_TYPE = "application/problem+json"
+
+
+def problem_body(status: int, detail: str, instance: str) -> dict[str, Any]:
+    """An RFC 9457 problem details body: type, title, status, detail (the CLI's one line), instance; `error` repeats
+    `detail` for clients of the earlier `{"error": ...}`."""
+    return {"type": "about:blank", "title": HTTPStatus(status).phrase, "status": status, "detail": detail,
+            "instance": instance, "error": detail}
+
+
 async def _send_error(send: Callable, status: int, message: str, path: str) -> None:
-    """A problem-details response sent before the app sees the request (the app's own are medrag.serve.app's)."""
-    body = json.dumps({"type": "about:blank", "title": HTTPStatus(status).phrase, "status": status,
-                       "detail": message, "instance": path, "error": message}).encode()
+    """A problem-details response sent before the app sees the request."""
+    body = json.dumps(problem_body(status, message, path)).encode()
     await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/problem+json"),
+                "headers": [(b"content-type", PROBLEM_TYPE.encode()),
                             (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
