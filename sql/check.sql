@@ -155,7 +155,7 @@ hcpcs_finding AS (
                -- codes the same release added near the end, for the same drug or item: they hold a share of the
                -- ended description's words, each word weighted by how rare it is among the release's descriptions
                -- (J2919 holds "methylprednisolone" and "succinate", not just "injection"); a replacement only where
-               -- the ended code's record cross-references it. The share and the days: medrag_check_settings().
+               -- the ended code's record cross-references it. The share and the days: medrag_settings().
                WITH ended AS MATERIALIZED (
                    SELECT w.word, ln(total.n::float8 / cw.ndoc) AS weight
                    FROM (SELECT DISTINCT unnest(medrag_words_of(h.long_description)) AS word) w
@@ -165,7 +165,7 @@ hcpcs_finding AS (
                nearby AS MATERIALIZED (
                    SELECT c.code, c.long_description, c.code_added_date,
                           c.code = ANY (coalesce(h.cross_reference_codes, '{}')) AS cross_referenced
-                   FROM hcpcs_code c, medrag_check_settings() s
+                   FROM hcpcs_code c, medrag_settings() s
                    WHERE c.release_id = h.release_id AND c.kind = 'procedure' AND c.code <> h.code
                      AND (c.code = ANY (coalesce(h.cross_reference_codes, '{}'))
                           OR c.code_added_date BETWEEN h.termination_date - s.check_candidate_days
@@ -182,7 +182,7 @@ hcpcs_finding AS (
                           'code', c.code, 'description', c.long_description, 'effective', c.code_added_date,
                           'relation', CASE WHEN c.cross_referenced THEN 'replacement' ELSE 'candidate' END)
                                 ORDER BY c.code)
-               FROM nearby c LEFT JOIN shared s ON s.code = c.code, medrag_check_settings() settings
+               FROM nearby c LEFT JOIN shared s ON s.code = c.code, medrag_settings() settings
                WHERE c.cross_referenced
                   OR s.weight / nullif((SELECT sum(weight) FROM ended), 0) >= settings.check_candidate_share)
            END

@@ -77,7 +77,7 @@ LANGUAGE sql STABLE
 -- planned once per session: every call's statement is the same and only its values differ
 SET plan_cache_mode = force_generic_plan
 AS $$
-    WITH cfg AS (SELECT * FROM medrag_code_settings()),
+    WITH cfg AS (SELECT * FROM medrag_settings(), medrag_code_words()),
     q AS MATERIALIZED (
         SELECT t.*, EXISTS (SELECT 1 FROM unnest(t.lexemes) l WHERE l ~ '^-*[0-9]+$') AS numbers_count,
                'without' = ANY (t.lexemes) AS asks_without,
@@ -131,12 +131,12 @@ AS $$
     wording AS MATERIALIZED (
         -- the code's wordings (description first), the inclusion terms of the codes above it, then the Index entry
         -- that led to it (a wording of the header it gave, when the code is under that header)
-        SELECT t.candidate AS code, CASE WHEN t.code = t.candidate THEN 0 ELSE 1 END AS grp, t.code AS source, t.n,
-               t.code <> t.candidate AS inherited, t.text, t.lexemes, coalesce(t.core, t.lexemes) AS core,
+        SELECT t.candidate AS code, CASE WHEN t.code = t.candidate THEN 'own' ELSE 'inherited' END AS grp,
+               t.code AS source, t.n, t.code <> t.candidate AS inherited, t.text, t.lexemes, coalesce(t.core, t.lexemes) AS core,
                coalesce(t.negated, '{}') AS negated, coalesce(t.filler, '{}') AS filler, t.says_other
         FROM term_row t WHERE t.code = t.candidate OR t.n > 0
         UNION ALL
-        SELECT c.code, 2, c.index_term ->> 1, 0, c.index_term ->> 1 <> c.code, c.index_term ->> 0,
+        SELECT c.code, 'index', c.index_term ->> 1, 0, c.index_term ->> 1 <> c.code, c.index_term ->> 0,
                medrag_text_array(c.index_term -> 2), medrag_text_array(c.index_term -> 3),
                medrag_text_array(c.index_term -> 4),
                medrag_filler_lexemes(c.index_term ->> 0),
@@ -151,8 +151,8 @@ AS $$
     ),
     wording_key AS MATERIALIZED (
         -- each wording once more with a key, and what it is to the term
-        SELECT row_number() OVER () AS id, w.*, w.grp = 0 AND w.n = 0 AS is_description,
-               CASE WHEN (w.grp = 0 AND w.n = 0) OR w.inherited THEN c.description_says_other
+        SELECT row_number() OVER () AS id, w.*, w.grp = 'own' AND w.n = 0 AS is_description,
+               CASE WHEN (w.grp = 'own' AND w.n = 0) OR w.inherited THEN c.description_says_other
                     ELSE w.says_other END AS says_other_word
         FROM wording w JOIN candidate c ON c.code = w.code
     ),
@@ -199,7 +199,7 @@ AS $$
     wording_score AS MATERIALIZED (
         SELECT w.code, w.grp, w.source, w.n, w.text, w.lexemes, cov.coverage,
                coalesce(cc.size, 0) AS content_size, coalesce(cc.explained, 0) AS content_explained,
-               cov.coverage * (0.4 + 0.6 * precision.value)
+               cov.coverage * (cfg.precision_floor + (1.0 - cfg.precision_floor) * precision.value)
                    * CASE WHEN w.inherited THEN cfg.inherited_term_factor ELSE 1.0 END AS score
         FROM wording_key w
         LEFT JOIN content_count cc ON cc.id = w.id
@@ -220,7 +220,8 @@ AS $$
         SELECT DISTINCT ON (code) code, score, coverage,
                CASE WHEN score > 0 OR coverage > 0 THEN text ELSE '' END AS text
         FROM wording_score
-        ORDER BY code, score DESC, coverage DESC, grp, source, n
+        ORDER BY code, score DESC, coverage DESC, array_position(ARRAY['own', 'inherited', 'index'], grp), source,
+                 n
     ),
     nos AS (
         -- the term is a "... NOS" wording of the code or a code above it: the code is its default
@@ -232,10 +233,11 @@ AS $$
                n.code IS NOT NULL AS nos_default, head.match AS head_match,
                -- the term's other half (a multi-intent term) named in the code's wordings adds a little
                CASE WHEN q.n_context > 0 AND b.coverage > 0
-                    THEN least(1.0, head.score + 0.05 * (SELECT count(DISTINCT l.concept_n) FROM concept_lexeme l
+                    THEN least(1.0, head.score + cfg.context_concept_bonus * (
+                                                         SELECT count(DISTINCT l.concept_n) FROM concept_lexeme l
                                                          WHERE l.role = 'context'
                                                            AND l.lexeme IN (SELECT unnest(w.lexemes) FROM wording w
-                                                                            WHERE w.code = c.code AND w.grp < 2)
+                                                                            WHERE w.code = c.code AND w.grp <> 'index')
                                                          )::float8 / q.n_context)
                     ELSE head.score END AS lexical
         FROM candidate c CROSS JOIN q CROSS JOIN cfg
@@ -259,8 +261,8 @@ AS $$
         FROM cfg CROSS JOIN q CROSS JOIN jsonb_each(cfg.asks_for) a
     ),
     fused AS (
-        -- the lookups' places fused: a code's rank is 1 / (1 + its place in that order / 10)
-        SELECT c.code, sum((cfg.leg_weights ->> (h.value ->> 0))::float8 / (cfg.rrf_k + (h.value ->> 1)::int)
+        -- the lookups' places fused: a code's rank is 1 / (1 + its place in that order / rank_places)
+        SELECT c.code, sum((cfg.leg_weights ->> (h.value ->> 0))::float8 / (cfg.code_rrf_k + (h.value ->> 1)::int)
                            ORDER BY h.n) AS value
         FROM candidate c CROSS JOIN cfg CROSS JOIN LATERAL jsonb_array_elements(c.hits) WITH ORDINALITY AS h(value, n)
         GROUP BY c.code
@@ -283,21 +285,24 @@ AS $$
         SELECT c.code, c.exact, c.similarity, l.lexical, l.coverage, l.best_term, c.is_default,
                CASE WHEN q.system = 'ICD-10-CM' THEN
                         CASE WHEN NOT coalesce(c.billable, false)
-                                  AND coalesce(jsonb_array_length(c.seventh), 0) = 0 THEN 0.3::float8
+                                  AND coalesce(jsonb_array_length(c.seventh), 0) = 0 THEN cfg.specificity_header
                              WHEN c.is_default OR l.nos_default THEN 1.0::float8
-                             WHEN c.says_without THEN 0.9::float8
-                             ELSE 0.8::float8 END
+                             WHEN c.says_without THEN cfg.specificity_without
+                             ELSE cfg.specificity_other_diagnosis END
                         * CASE WHEN (c.code LIKE 'O%' AND NOT asks.what ? 'maternity')
-                                    OR (c.code LIKE 'P%' AND NOT asks.what ? 'newborn') THEN 0.6::float8
+                                    OR (c.code LIKE 'P%' AND NOT asks.what ? 'newborn')
+                               THEN cfg.specificity_unasked_chapter
                                ELSE 1.0::float8 END
-                    WHEN c.kind = 'modifier' THEN CASE WHEN q.wants_modifiers THEN 0.9::float8 ELSE 0.3::float8 END
+                    WHEN c.kind = 'modifier' THEN CASE WHEN q.wants_modifiers THEN cfg.specificity_modifier_asked
+                                                       ELSE cfg.specificity_modifier END
                     WHEN EXISTS (SELECT 1 FROM jsonb_array_elements(cfg.reporting_ranges) range
                                  WHERE c.code COLLATE "C" BETWEEN range.value ->> 0 AND range.value ->> 1)
-                         AND NOT asks.what ? 'reporting' THEN 0.4::float8
+                         AND NOT asks.what ? 'reporting' THEN cfg.specificity_reporting
                     -- "Tubing, used with suction pump": something for the item, unless it starts with the item
-                    WHEN c.says_accessory AND NOT l.head_match AND NOT asks.what ? 'accessory' THEN 0.55::float8
-                    ELSE CASE WHEN c.says_not_otherwise THEN 0.6::float8
-                              WHEN c.listed_in_lcd THEN 1.0::float8 ELSE 0.85::float8 END
+                    WHEN c.says_accessory AND NOT l.head_match AND NOT asks.what ? 'accessory'
+                    THEN cfg.specificity_accessory
+                    ELSE CASE WHEN c.says_not_otherwise THEN cfg.specificity_not_otherwise
+                              WHEN c.listed_in_lcd THEN 1.0::float8 ELSE cfg.specificity_not_in_lcd END
                          -- medrag answers Medicare's rules: a code Medicare does not pay at all (S0285, a private
                          -- payer's colonoscopy consultation) is not what a Medicare claim reports
                          * CASE WHEN c.medicare_valid THEN 1.0::float8 ELSE cfg.not_medicare_factor END
@@ -319,7 +324,7 @@ AS $$
     ),
     ranked_feature AS (
         SELECT f.*, 1.0::float8 / (1.0::float8 + (row_number() OVER (ORDER BY f.fused DESC, f.code COLLATE "C") - 1)
-                                                 ::float8 / 10.0::float8) AS rank,
+                                                 ::float8 / cfg.rank_places) AS rank,
                CASE WHEN f.has_semantic
                     THEN greatest(0.0, least(1.0, (f.similarity - cfg.similarity_floor)
                                                   / (cfg.similarity_top - cfg.similarity_floor))) END AS semantic
@@ -377,10 +382,8 @@ RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT CASE WHEN kind = 'diagnosis'
-                THEN array_remove(ARRAY[CASE WHEN length(code) > 3 THEN left(code, 3) END,
-                                        CASE WHEN length(code) > 5 THEN left(code, 5) END,
-                                        CASE WHEN length(code) > 6 THEN left(code, 6) END,
-                                        CASE WHEN length(code) > 7 THEN left(code, 7) END], NULL)
+                THEN ARRAY(SELECT left(code, i) FROM generate_series(1, length(code) - 1) AS i
+                           WHERE left(code, i) ~ '^[A-Z][0-9][0-9A-Z](\.[0-9A-Z]*[0-9A-Z])?$' ORDER BY i)
                 ELSE '{}'::text[] END
 $$;
 
@@ -568,7 +571,9 @@ SET plan_cache_mode = force_generic_plan
 AS $$
     WITH term_query AS (
         SELECT array_agg(to_tsquery('simple', quote_literal(l.lexeme))) AS queries,
-               CASE WHEN two_tiers THEN medrag_two_lexemes(term_lexemes) END AS pairs
+               CASE WHEN two_tiers THEN medrag_two_lexemes(term_lexemes) END AS pairs,
+               -- the entries read: index_entries_per_code for each code returned
+               (SELECT index_entries_per_code FROM medrag_settings()) * n AS entries
         FROM (SELECT DISTINCT unnest(term_lexemes) AS lexeme) l
     ),
     entry AS NOT MATERIALIZED (
@@ -587,7 +592,7 @@ AS $$
         FROM entry e, term_query t
         WHERE e.search_vector @@ t.pairs
         ORDER BY shared DESC, precision DESC, cardinality(e.path), e.code, e.entry_id
-        LIMIT 4 * n
+        LIMIT (SELECT entries FROM term_query)
     ),
     weak AS (
         -- an entry sharing one lexeme ranks by the share of its core lexemes that lexeme is: the entries whose core
@@ -598,9 +603,10 @@ AS $$
         FROM entry e, term_query t
         -- a core lexeme is a word of the searched text too (sources/icd10cm/index.py): no full-text test needed
         WHERE two_tiers AND e.core_lexemes && term_lexemes
-          AND (SELECT count(*) FROM strong) < 4 * n AND e.entry_id NOT IN (SELECT entry_id FROM strong)
+          AND (SELECT count(*) FROM strong) < (SELECT entries FROM term_query)
+          AND e.entry_id NOT IN (SELECT entry_id FROM strong)
         ORDER BY precision DESC, cardinality(e.path), e.code, e.entry_id
-        LIMIT 4 * n
+        LIMIT (SELECT entries FROM term_query)
     ),
     weakest AS (
         SELECT e.index_name, e.entry_id, e.path, e.nemod, e.column_name, e.code, e.core_lexemes, e.search_vector,
@@ -613,15 +619,15 @@ AS $$
         FROM entry e, term_query t
         WHERE e.search_vector @@ medrag_any_lexeme(term_lexemes)
           AND NOT (two_tiers AND e.core_lexemes && term_lexemes)
-          AND (SELECT count(*) FROM strong) + (SELECT count(*) FROM weak) < 4 * n
+          AND (SELECT count(*) FROM strong) + (SELECT count(*) FROM weak) < (SELECT entries FROM term_query)
           AND e.entry_id NOT IN (SELECT entry_id FROM strong)
         ORDER BY shared DESC, precision DESC, cardinality(e.path), e.code, e.entry_id
-        LIMIT 4 * n
+        LIMIT (SELECT entries FROM term_query)
     ),
     matched AS (
         SELECT * FROM (SELECT * FROM strong UNION ALL SELECT * FROM weak UNION ALL SELECT * FROM weakest) found
         ORDER BY shared DESC, precision DESC, cardinality(path), code, entry_id
-        LIMIT 4 * n
+        LIMIT (SELECT entries FROM term_query)
     ),
     entry_code AS (
         SELECT c.code, m.shared, m.precision, cardinality(m.path) AS levels, m.entry_id, m.path, m.nemod,
@@ -646,7 +652,7 @@ AS $$
            m.index_title || ': ' || array_to_string(m.path, ' > ') || coalesce(', ' || m.column_name, '')
                || ' -> ' || m.entry_code,
            tsvector_to_array(m.search_vector),
-           CASE WHEN cardinality(m.path) > 2
+           CASE WHEN m.path[2:cardinality(m.path) - 1] <> '{}'
                 THEN medrag_lexemes(
                     split_part(m.path[1], ',', 1) || ' '
                     || coalesce((SELECT string_agg(m.path[i], ' ' ORDER BY i)

@@ -22,6 +22,31 @@ AS $$
     SELECT round(x::numeric, places)::text
 $$;
 
+-- Milliseconds since a moment, as the timings and the trace count them.
+CREATE OR REPLACE FUNCTION medrag_elapsed_ms(since timestamptz)
+RETURNS double precision
+LANGUAGE sql VOLATILE
+AS $$
+    SELECT extract(epoch FROM clock_timestamp() - since)::float8 * 1000
+$$;
+
+-- A share (0-1) as the trace prints a percentage.
+CREATE OR REPLACE FUNCTION medrag_percent(share double precision)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT round((share * 100)::numeric)::text
+$$;
+
+-- What medrag_find_codes works by, as one jsonb: its names (medrag_code_finder_names) and every number
+-- (medrag_settings, each this session's override or its value).
+CREATE OR REPLACE FUNCTION medrag_code_finder_config()
+RETURNS jsonb
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    SELECT medrag_code_finder_names() || to_jsonb(s) FROM medrag_settings() s
+$$;
+
 -- Substrings of a typed word that its lexemes stand for ("injuries": injur; "x-ray": x-ray, ray): what a
 -- description holding the word holds. Snowball rewrites endings ("injuri"), so where a lexeme is not in the word,
 -- the prefix they share is.
@@ -60,7 +85,7 @@ AS $$
            coalesce((SELECT jsonb_agg(w.value ORDER BY w.n) FROM jsonb_array_elements(c.value -> 'wordings')
                          WITH ORDINALITY AS w(value, n)
                      WHERE w.value ->> 'origin' <> ALL (ARRAY(SELECT jsonb_array_elements_text(
-                                                                  medrag_code_finder_settings() -> 'as_typed')))),
+                                                                  medrag_code_finder_names() -> 'as_typed')))),
                     c.value -> 'wordings'),
            ARRAY(SELECT DISTINCT l.value COLLATE "C" FROM jsonb_array_elements(c.value -> 'wordings') AS w(value),
                         jsonb_array_elements_text(w.value -> 'lexemes') AS l(value) ORDER BY 1)
@@ -87,7 +112,7 @@ AS $$
         FROM searched s, jsonb_array_elements(s.search_wordings) WITH ORDINALITY AS w(value, n)
     ),
     pattern AS (
-        SELECT '%' || p.stem || '%' AS pattern, min(((w.n * 1000 + w.wording_n) * 1000 + x.n) * 1000 + p.n) AS first_at
+        SELECT '%' || p.stem || '%' AS pattern, min(ARRAY[w.n, w.wording_n, x.n, p.n]) AS first_at
         FROM search_wording w, unnest(w.words) WITH ORDINALITY AS x(word, n),
              unnest(medrag_stems_in_word(x.word, w.lexemes, min_pattern)) WITH ORDINALITY AS p(stem, n)
         GROUP BY 1
@@ -158,14 +183,15 @@ $$;
 -- 'classify: ICD-10-CM 0.95 (named code set "ICD-10-CM"); HCPCS 0.00 (no signal)': a classification for the trace.
 CREATE OR REPLACE FUNCTION medrag_describe_classification(classification jsonb, systems text[])
 RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
     SELECT 'classify: ' || string_agg(
         s.system || ' ' || medrag_fixed((classification -> 'scores' ->> s.system)::float8, 2) || ' ('
         || coalesce((SELECT string_agg(x.value ->> 1 || ' "' || (x.value ->> 2) || '"', ', ' ORDER BY x.n)
                      FROM (SELECT g.value, g.n
                            FROM jsonb_array_elements(classification -> 'signals') WITH ORDINALITY AS g(value, n)
-                           WHERE g.value ->> 0 = s.system ORDER BY g.n LIMIT 4) x), 'no signal') || ')',
+                           WHERE g.value ->> 0 = s.system ORDER BY g.n
+                           LIMIT (SELECT trace_signals_shown FROM medrag_settings())) x), 'no signal') || ')',
         '; ' ORDER BY s.n)
     FROM unnest(systems) WITH ORDINALITY AS s(system, n)
 $$;
@@ -275,7 +301,7 @@ BEGIN
         END IF;
     END IF;
     RETURN lookup || jsonb_build_object('hits', coalesce(hits, '[]'),
-                                        'ms', extract(epoch FROM clock_timestamp() - started) * 1000);
+                                        'ms', medrag_elapsed_ms(started));
 END
 $$;
 
@@ -408,12 +434,12 @@ AS $$
     -- typed words of concepts no candidate holds (a concept the synonym table knows is not misspelt; one matched or
     -- corrected needs nothing)
     unmatched AS (
-        SELECT ARRAY(SELECT x.word FROM (SELECT w2.word, min(f2.n * 1000 + w2.n) AS first_at
+        SELECT ARRAY(SELECT x.word FROM (SELECT w2.word, min(ARRAY[f2.n, w2.n]) AS first_at
                                          FROM focus f2, unnest(f2.words) WITH ORDINALITY AS w2(word, n)
                                          WHERE NOT (f2.lexemes && pool_lexemes)
                                            AND jsonb_array_length(f2.wordings) = 1
                                            AND f2.text <> ALL (synonyms_tried)
-                                           AND length(w2.word) >= (settings ->> 'min_spelling_length')::int
+                                           AND length(w2.word) >= (settings ->> 'spelling_min_length')::int
                                            AND w2.word !~ '^[0-9]+$' AND w2.word <> ALL (known_words)
                                            AND code_system || '|' || w2.word <> ALL (spelling_tried)
                                          GROUP BY 1) x ORDER BY x.first_at) AS ordered
@@ -563,7 +589,8 @@ LANGUAGE sql STABLE
 SET plan_cache_mode = force_generic_plan
 AS $$
     SELECT EXISTS (SELECT 1 FROM (SELECT d.id FROM document d
-                                  WHERE d.source = source_name AND d.is_current LIMIT 20) d
+                                  WHERE d.source = source_name AND d.is_current
+                                  LIMIT (SELECT embedding_probe_documents FROM medrag_settings())) d
                    WHERE (SELECT true FROM chunk c JOIN chunk_vector v ON v.chunk_id = c.id
                           WHERE c.document_id = d.id LIMIT 1))
         OR medrag_has_embeddings_anywhere(source_name)
@@ -576,7 +603,7 @@ RETURNS jsonb
 LANGUAGE sql VOLATILE
 AS $$
     SELECT timings || jsonb_build_object(stage, coalesce((timings ->> stage)::float8, 0)
-                                                + extract(epoch FROM clock_timestamp() - since) * 1000)
+                                                + medrag_elapsed_ms(since))
 $$;
 
 -- What a code query must be, checked here only (the Python door cleans a term's spaces and refuses control
@@ -588,7 +615,7 @@ RETURNS text[]
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 AS $$
 DECLARE
-    cfg constant jsonb := medrag_code_finder_settings();
+    cfg constant jsonb := medrag_code_finder_config();
     requested text[];
     unknown text;
 BEGIN
@@ -624,14 +651,14 @@ $$;
 -- five-argument finder beside this one
 DROP FUNCTION IF EXISTS medrag_find_codes(text, text[], text, integer, vector);
 CREATE OR REPLACE FUNCTION medrag_find_codes(term text, systems text[] DEFAULT NULL, release_label text DEFAULT NULL,
-                                             top integer DEFAULT 5, query_embedding vector DEFAULT NULL,
+                                             top integer DEFAULT NULL, query_embedding vector DEFAULT NULL,
                                              with_candidates boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE
 AS $$
 #variable_conflict use_column
 DECLARE
-    cfg constant jsonb := medrag_code_finder_settings();
+    cfg constant jsonb := medrag_code_finder_config();
     all_systems constant text[] := ARRAY(SELECT jsonb_array_elements_text(cfg -> 'systems'));
     min_score constant float8 := (cfg ->> 'min_score')::float8;
     started constant timestamptz := clock_timestamp();
@@ -658,6 +685,7 @@ DECLARE
     headers_expanded text[] := '{}';
     known text[] := '{}';
     seq bigint := 0;
+    joined bigint := 0;  -- codes read so far: a code's 'ord' says when it joined the pool
     round_no integer := 1;
     round_started timestamptz;
     stage_started timestamptz;
@@ -675,7 +703,6 @@ DECLARE
     headers text[];
     -- scratch
     sys text;
-    sys_n integer;
     n integer;
     item jsonb;
     typed_word text;
@@ -697,6 +724,7 @@ DECLARE
     output jsonb;
     related_started timestamptz;
 BEGIN
+    top := coalesce(top, (cfg ->> 'default_top')::int);
     requested := medrag_check_code_query(term, top, systems);
 
     -- 1. the term's analysis
@@ -748,7 +776,7 @@ BEGIN
         SELECT r.id INTO index_release FROM medrag_usable_release r
         WHERE r.source = 'icd10cm' AND medrag_has_index(r.id)
         ORDER BY r.id = (releases -> 'ICD-10-CM' ->> 'id')::int DESC,
-                 coalesce(nullif(left(regexp_replace(r.label, '[^0-9]', '', 'g'), 4), '')::int, 0) DESC,
+                 coalesce(substring(regexp_replace(r.label, '[^0-9]', '', 'g') FROM '^[0-9]{1,4}')::int, 0) DESC,
                  r.label COLLATE "C" DESC
         LIMIT 1;
     END IF;
@@ -822,7 +850,7 @@ BEGIN
                 FROM medrag_code_word w
                 WHERE w.release_id = (releases -> sys ->> 'id')::int AND w.word % typed_word AND w.word <> typed_word
                 -- the fewest edits away, then the commonest, then the most similar
-                ORDER BY levenshtein(w.word, typed_word), w.ndoc DESC, 2 DESC, w.word
+                ORDER BY levenshtein(w.word, typed_word), w.ndoc DESC, similarity DESC, w.word
                 LIMIT 1;
                 PERFORM set_config('pg_trgm.similarity_threshold', txt, true);
                 IF corrected IS NULL OR corrected.word IS NULL THEN
@@ -940,9 +968,7 @@ BEGIN
             best := medrag_best_hits(best, new_hits, details);
         END IF;
         -- each new code's details, read once; a code the release lacks (or of a kind not searched) is forgotten
-        sys_n := 0;
         FOREACH sys IN ARRAY searched LOOP
-            sys_n := sys_n + 1;
             codes := ARRAY(SELECT h.value ->> 'code' FROM jsonb_each(best) h
                            WHERE h.value ->> 'system' = sys AND NOT details ? (sys || '|' || (h.value ->> 'code'))
                            GROUP BY 1 ORDER BY min((h.value ->> 'seq')::bigint));
@@ -952,7 +978,7 @@ BEGIN
             details := details || (
                 SELECT jsonb_object_agg(sys || '|' || c.code,
                                         CASE WHEN d.code IS NULL THEN 'null'::jsonb
-                                             ELSE jsonb_build_object('ord', round_no * 10000000 + sys_n * 1000000 + c.n,
+                                             ELSE jsonb_build_object('ord', joined + c.n,
                                                                      'billable', d.billable,
                                                                      'has_children', d.has_children) END)
                 FROM unnest(codes) WITH ORDINALITY AS c(code, n)
@@ -962,11 +988,12 @@ BEGIN
                    AND (d.termination_date IS NULL OR d.termination_date >= current_date)
                    AND EXISTS (SELECT 1 FROM medrag_code_term t
                                WHERE t.release_id = d.release_id AND t.code = d.code AND t.n = 0));
+            joined := joined + cardinality(codes);
         END LOOP;
         best := medrag_best_hits(best, '[]', details);
         -- the cosine of each new candidate of a system the vector leg searched
         FOREACH sys IN ARRAY semantic_systems LOOP
-            codes := ARRAY(SELECT substr(d.key, length(sys) + 2) FROM jsonb_each(details) d
+            codes := ARRAY(SELECT substr(d.key, length(sys || '|') + 1) FROM jsonb_each(details) d
                            WHERE left(d.key, length(sys) + 1) = sys || '|' AND jsonb_typeof(d.value) = 'object'
                              AND NOT sims ? d.key);
             CONTINUE WHEN cardinality(codes) = 0;
@@ -981,17 +1008,17 @@ BEGIN
         END LOOP;
         timings := medrag_add_elapsed(timings, 'candidates', stage_started);
         timings := timings || jsonb_build_object('round_' || round_no,
-                                                 extract(epoch FROM clock_timestamp() - round_started) * 1000);
+                                                 medrag_elapsed_ms(round_started));
         trace := trace || (format('round %s: ', round_no) || array_to_string(
             ARRAY(SELECT part FROM (
-                      SELECT r.n, 1 AS k, (r.value ->> 'leg') || ' ' || (r.value ->> 'system') || ' '
+                      SELECT r.n, 'hits' AS k, 0 AS i, (r.value ->> 'leg') || ' ' || (r.value ->> 'system') || ' '
                              || (SELECT count(*) FROM jsonb_array_elements(r.value -> 'hits') AS h
                                  WHERE jsonb_typeof(details -> ((r.value ->> 'system') || '|' || (h.value ->> 'code')))
                                        = 'object')
                              || ' (' || medrag_fixed((r.value ->> 'ms')::float8, 0) || ' ms)' AS part
                       FROM jsonb_array_elements(results) WITH ORDINALITY AS r(value, n)
                       UNION ALL
-                      SELECT r.n, 2, string_agg(c.code, ', ' ORDER BY c.i) || ' not in ' || (r.value ->> 'system') || ' '
+                      SELECT r.n, 'missing', 0, string_agg(c.code, ', ' ORDER BY c.i) || ' not in ' || (r.value ->> 'system') || ' '
                                      || (releases -> (r.value ->> 'system') ->> 'label')
                       FROM jsonb_array_elements(results) WITH ORDINALITY AS r(value, n),
                            jsonb_array_elements_text(r.value -> 'codes') WITH ORDINALITY AS c(code, i)
@@ -999,8 +1026,8 @@ BEGIN
                         AND jsonb_typeof(details -> ((r.value ->> 'system') || '|' || c.code)) IS DISTINCT FROM 'object'
                       GROUP BY r.n, r.value
                       UNION ALL
-                      SELECT 1000000 + i, 3, s || ' skipped' FROM unnest(skipped) WITH ORDINALITY AS x(s, i)) parts
-                  ORDER BY n, k), '; ')
+                      SELECT NULL, 'skipped', i, s || ' skipped' FROM unnest(skipped) WITH ORDINALITY AS x(s, i)) parts
+                  ORDER BY n NULLS LAST, k, i), '; ')
             || ' [' || medrag_fixed((timings ->> ('round_' || round_no))::float8, 0) || ' ms]');
 
         -- 3. score every candidate, one statement per system
@@ -1040,7 +1067,7 @@ BEGIN
                 CONTINUE;
             ELSE
                 txt := format('%s: best code %s covers %s%% of the term (lexical %s)', sys, first_code ->> 'code',
-                              medrag_fixed((first_code ->> 'coverage')::float8 * 100, 0),
+                              medrag_percent((first_code ->> 'coverage')::float8),
                               medrag_fixed((first_code ->> 'lexical')::float8, 2));
             END IF;
             CONTINUE WHEN NOT (coalesce((priors ->> sys)::float8, 1.0) >= favoured OR nothing_found);
@@ -1096,7 +1123,8 @@ BEGIN
             INTO txt
             FROM (SELECT p, (p ->> 'score')::float8 AS score, (p ->> 'ord')::float8 AS ord
                   FROM jsonb_array_elements(pool) p
-                  WHERE p ->> 'system' = sys AND (p ->> 'score')::float8 > 0 ORDER BY 2 DESC, 3 LIMIT 3) b;
+                  WHERE p ->> 'system' = sys AND (p ->> 'score')::float8 > 0 ORDER BY 2 DESC, 3
+                  LIMIT (cfg ->> 'trace_codes_shown')::int) b;
             IF txt IS NOT NULL THEN
                 trace := trace || txt;
             END IF;
@@ -1166,12 +1194,12 @@ BEGIN
     LEFT JOIN LATERAL (
         SELECT jsonb_agg(jsonb_build_object('source', 'lcd', 'key', l.lcd, 'title', l.title,
                                             'contractors', to_jsonb(l.contractors))
-                         ORDER BY substr(l.lcd, 2)::int) AS listed
+                         ORDER BY substring(l.lcd FROM '[0-9]+')::int) AS listed
         FROM medrag_code_lcds(ARRAY[c.value ->> 'code']) l
         WHERE c.value ->> 'system' = 'HCPCS' AND c.value -> 'detail' ->> 'kind' = 'procedure') lcds ON true;
     trace := trace || ARRAY(SELECT jsonb_array_elements_text(output -> 'seventh'));
-    timings := timings || jsonb_build_object('related', extract(epoch FROM clock_timestamp() - related_started) * 1000,
-                                             'total', extract(epoch FROM clock_timestamp() - started) * 1000);
+    timings := timings || jsonb_build_object('related', medrag_elapsed_ms(related_started),
+                                             'total', medrag_elapsed_ms(started));
     trace := trace || format('consolidate: %s candidates -> %s codes (top %s per system, tiers %s) in %s ms',
                              jsonb_array_length(pool),
                              jsonb_array_length(output -> 'results'), top,
@@ -1192,127 +1220,4 @@ BEGIN
                        FROM unnest(searched) WITH ORDINALITY AS s(system, n)
                        JOIN jsonb_array_elements(pool) p ON p ->> 'system' = s.system)) ELSE '{}' END;
 END
-$$;
-
--- Hybrid search (medrag_search_documents in sql/search.sql) whose code documents are the code finder's: the search
--- decides how many codes a list holds and where they stand against determinations and manuals, medrag_find_codes
--- which codes fill those slots and in what order, so a search lists codes as `medrag codes` ranks them. A code the
--- query names (the exact leg) keeps its place; a slot the finder cannot fill keeps the search's own code. A code
--- slot's score is then the finder's confidence and its matched says +codes (codes alone for a code the search did
--- not find). No code slot, a filter that admits no code (a manual or chapter, other sources), no code release (or
--- none with the label asked for) or a query longer than a code term may be: the search's own order.
-CREATE OR REPLACE FUNCTION medrag_search(query_embedding vector, query_text text, k integer DEFAULT 10,
-                                         filters jsonb DEFAULT '{}'::jsonb)
-RETURNS TABLE (rank integer, score double precision, chunk_id bigint, document_id bigint, source text, key text,
-               title text, heading text, text text, release text, url text, matched text)
-LANGUAGE plpgsql STABLE
-AS $$
-#variable_conflict use_column
-DECLARE
-    cfg constant jsonb := medrag_code_finder_settings();
-    code_sources constant text[] := ARRAY(SELECT jsonb_array_elements_text(jsonb_path_query_array(cfg -> 'sources',
-                                                                                                  '$.*')));
-    f constant jsonb := coalesce(filters, '{}'::jsonb);
-    hits jsonb;
-    wanted_sources text[];
-    systems text[];
-    label text := nullif(nullif(f ->> 'release', 'current'), 'all');
-    found jsonb;
-BEGIN
-    SELECT coalesce(jsonb_agg(to_jsonb(h) ORDER BY h.rank), '[]') INTO hits
-    FROM medrag_search_documents(query_embedding, query_text, k, f) h;
-    wanted_sources := CASE jsonb_typeof(f -> 'source')
-                          WHEN 'array' THEN ARRAY(SELECT jsonb_array_elements_text(f -> 'source'))
-                          WHEN 'string' THEN ARRAY[f ->> 'source']
-                          ELSE code_sources END;
-    systems := ARRAY(SELECT s.key FROM jsonb_each_text(cfg -> 'sources') s WHERE s.value = ANY (wanted_sources)
-                     ORDER BY s.key DESC);
-    IF EXISTS (SELECT 1 FROM jsonb_array_elements(hits) h
-               WHERE h ->> 'source' = ANY (code_sources)
-                 AND 'exact' <> ALL (string_to_array(coalesce(h ->> 'matched', ''), '+')))
-       AND cardinality(systems) > 0 AND coalesce(f ->> 'manual', '') = '' AND coalesce(f ->> 'chapter', '') = ''
-       AND btrim(coalesce(query_text, '')) <> '' AND length(query_text) <= (cfg ->> 'max_term_chars')::int
-       AND EXISTS (SELECT 1 FROM medrag_usable_release r
-                   WHERE r.source IN (SELECT cfg -> 'sources' ->> s FROM unnest(systems) s)
-                     AND CASE WHEN label IS NULL THEN r.is_current ELSE lower(r.label) = lower(label) END)
-    THEN
-        found := medrag_find_codes(query_text, systems, label, least(greatest(coalesce(k, 10), 1),
-                                                                   (cfg ->> 'max_top')::int), query_embedding);
-    END IF;
-    RETURN QUERY
-    WITH hit AS (
-        SELECT h.value AS x, h.n FROM jsonb_array_elements(hits) WITH ORDINALITY AS h(value, n)
-    ),
-    slot AS (  -- none when the finder was not asked: the search's own order
-        SELECT x, n, row_number() OVER (ORDER BY n) AS j FROM hit
-        WHERE found IS NOT NULL AND x ->> 'source' = ANY (code_sources)
-          AND 'exact' <> ALL (string_to_array(coalesce(x ->> 'matched', ''), '+'))
-    ),
-    placed AS (SELECT x ->> 'source' AS source, x ->> 'key' AS key FROM hit WHERE n NOT IN (SELECT n FROM slot)),
-    own AS (  -- a document's best chunk among the slots
-        SELECT DISTINCT ON (x ->> 'source', x ->> 'key') x ->> 'source' AS source, x ->> 'key' AS key, x
-        FROM slot ORDER BY x ->> 'source', x ->> 'key', n
-    ),
-    ranked AS (
-        SELECT DISTINCT ON (cfg -> 'sources' ->> (r.value ->> 'system'), r.value ->> 'code')
-               cfg -> 'sources' ->> (r.value ->> 'system') AS source, r.value ->> 'code' AS key,
-               (r.value ->> 'confidence')::float8 AS confidence, r.n
-        FROM jsonb_array_elements(found -> 'results') WITH ORDINALITY AS r(value, n)
-        ORDER BY 1, 2, r.n
-    ),
-    wanted AS (
-        SELECT r.* FROM ranked r WHERE (r.source, r.key) NOT IN (SELECT source, key FROM placed)
-    ),
-    fetched AS (  -- a code the search did not find: its document's first chunk, where the filters admit it
-        SELECT DISTINCT ON (d.source, d.key) d.source, d.key,
-               jsonb_build_object('chunk_id', c.id, 'document_id', d.id, 'source', d.source, 'key', d.key,
-                                  'title', d.title, 'heading', c.heading, 'text', c.text, 'release', rel.label,
-                                  'url', d.url, 'matched', 'codes') AS x
-        FROM wanted w
-        JOIN document d ON d.source = w.source AND d.key = w.key
-        JOIN release rel ON rel.id = d.release_id
-        JOIN chunk c ON c.document_id = d.id
-        WHERE (w.source, w.key) NOT IN (SELECT source, key FROM own)
-          AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date,
-                                      d.metadata, rel.label, f)
-        ORDER BY d.source, d.key, d.is_current DESC, c.ordinal
-    ),
-    chosen AS (
-        SELECT row_number() OVER (ORDER BY w.n) AS j,
-               coalesce(o.x || jsonb_build_object('matched', (o.x ->> 'matched') || '+codes'), fe.x)
-                   || jsonb_build_object('score', w.confidence) AS x
-        FROM wanted w
-        LEFT JOIN own o ON o.source = w.source AND o.key = w.key
-        LEFT JOIN fetched fe ON fe.source = w.source AND fe.key = w.key
-        WHERE o.x IS NOT NULL OR fe.x IS NOT NULL
-        ORDER BY w.n
-        LIMIT (SELECT count(*) FROM slot)
-    ),
-    kept AS (  -- slots the finder leaves: the search's own codes, in its order
-        SELECT (SELECT count(*) FROM chosen) + row_number() OVER (ORDER BY s.n) AS j, s.x
-        FROM slot s
-        WHERE (s.x ->> 'source', s.x ->> 'key') NOT IN (SELECT c.x ->> 'source', c.x ->> 'key' FROM chosen c)
-    ),
-    filled AS (
-        SELECT s.n, coalesce(c.x, k2.x, s.x) || jsonb_build_object('rank', s.x -> 'rank') AS x
-        FROM slot s
-        LEFT JOIN chosen c ON c.j = s.j
-        LEFT JOIN kept k2 ON k2.j = s.j
-    )
-    SELECT (x ->> 'rank')::int, (x ->> 'score')::float8, (x ->> 'chunk_id')::bigint, (x ->> 'document_id')::bigint,
-           x ->> 'source', x ->> 'key', x ->> 'title', x ->> 'heading', x ->> 'text', x ->> 'release', x ->> 'url',
-           x ->> 'matched'
-    FROM (SELECT n, x FROM hit WHERE n NOT IN (SELECT n FROM slot) UNION ALL SELECT n, x FROM filled) out
-    ORDER BY n;
-END
-$$;
-
--- Full-text-only search for analysts without an embedding model (same filters, same ranking minus vectors).
-CREATE OR REPLACE FUNCTION medrag_search_text(query_text text, k integer DEFAULT 10,
-                                              filters jsonb DEFAULT '{}'::jsonb)
-RETURNS TABLE (rank integer, score double precision, chunk_id bigint, document_id bigint, source text, key text,
-               title text, heading text, text text, release text, url text, matched text)
-LANGUAGE sql STABLE
-AS $$
-    SELECT * FROM medrag_search(NULL::vector, query_text, k, filters)
 $$;

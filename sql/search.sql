@@ -16,8 +16,8 @@
 -- medrag_word, medrag_code_wording, medrag_code_word) are made by the revisions in migrations/versions/, which say
 -- what each holds.
 -- Rendered from Python into generated.sql (medrag/schema/generated_sql.py), because Python reads the same rules:
--- medrag_query_identifiers (identifier shapes, medrag/core/identifiers.py), medrag_search_settings (the tuned
--- numbers, medrag/retrieval/settings.py), medrag_document_group and medrag_nearest (the document kinds and their
+-- medrag_query_identifiers (identifier shapes, medrag/core/identifiers.py), medrag_settings (every ranking
+-- number, medrag/core/tuning.py), medrag_document_group and medrag_nearest (the document kinds and their
 -- groups, medrag/sources/registry.py).
 
 -- Does a document (with its release label) pass the filters? One expression over plain columns, without
@@ -77,7 +77,7 @@ BEGIN
     SELECT word, ndoc FROM ts_stat(
         'SELECT to_tsvector(''simple'', c.text) FROM chunk c JOIN document d ON d.id = c.document_id '
         'WHERE d.is_current')
-    WHERE ndoc >= 2 AND (word ~ '^[a-z]{4,}$' AND to_tsvector('english', word) <> ''::tsvector
+    WHERE ndoc >= (SELECT known_word_min_documents FROM medrag_settings()) AND (word ~ '^[a-z]{4,}$' AND to_tsvector('english', word) <> ''::tsvector
                          OR word ~ '^[a-z]+(-[a-z]+)+$');
     DELETE FROM medrag_code_wording;
     INSERT INTO medrag_code_wording (document_id, title_lexemes, short_lexemes, says_other, is_default, is_header,
@@ -119,7 +119,7 @@ AS $$
                     UNION ALL
                     SELECT code, long_description FROM hcpcs_code WHERE release_id = code_release) c
               CROSS JOIN LATERAL regexp_split_to_table(lower(c.description), '[^a-z0-9]+') AS w(word)
-              WHERE length(w.word) >= 3) used
+              WHERE length(w.word) >= (SELECT code_word_min_length FROM medrag_settings())) used
         GROUP BY word
         RETURNING 1
     )
@@ -157,25 +157,39 @@ AS $$
     WHERE typed_word NOT LIKE '%-%'
 $$;
 
--- The query's misspelt words with the corpus word each is corrected to: a word of four letters or more that neither
--- the corpus nor its stem is in, and its nearest corpus word by trigram similarity (close in length, common words
--- preferred). medrag_text_queries adds the corrections to the full-text query; the search's caller embeds the
--- corrected text (medrag/retrieval/search.py: only words the embedding model does not know whole).
-CREATE OR REPLACE FUNCTION medrag_spelling(query_text text)
+-- The query's misspelt words with the corpus word each is corrected to: a word of spelling_min_length letters or more
+-- that neither the corpus nor its stem is in, and its nearest corpus word by trigram similarity (close in length,
+-- common words preferred). medrag_text_queries adds the corrections to the full-text query; the search's caller embeds
+-- the corrected text (medrag/retrieval/search.py: only words the embedding model does not know whole).
+DROP FUNCTION IF EXISTS medrag_spelling(text);
+CREATE FUNCTION medrag_spelling(query_text text)
 RETURNS TABLE (typed text, corrected text)
-LANGUAGE sql STABLE
-SET pg_trgm.similarity_threshold = 0.4
+LANGUAGE plpgsql STABLE
 AS $$
+DECLARE
+    cfg record;
+    threshold text;
+BEGIN
+    SELECT * INTO cfg FROM medrag_settings();
+    -- pg_trgm's % reads its threshold from this setting (the module loaded first, so that it exists): the
+    -- registry's for the statement below, the session's again after it
+    PERFORM similarity('', '');
+    threshold := current_setting('pg_trgm.similarity_threshold');
+    PERFORM set_config('pg_trgm.similarity_threshold', cfg.spelling_min_similarity::text, true);
+    RETURN QUERY
     SELECT typed_word, nearest.word
     FROM regexp_split_to_table(lower(coalesce(query_text, '')), '[^a-z]+') AS typed_word
     CROSS JOIN LATERAL (
         SELECT w.word FROM medrag_word w
-        WHERE w.word % typed_word AND abs(length(w.word) - length(typed_word)) <= 2 AND w.word NOT LIKE '%-%'
-        ORDER BY similarity(w.word, typed_word) + 0.05 * log(w.ndoc) DESC, w.word
+        WHERE w.word % typed_word AND abs(length(w.word) - length(typed_word)) <= cfg.spelling_max_length_difference
+          AND w.word NOT LIKE '%-%'
+        ORDER BY similarity(w.word, typed_word) + cfg.spelling_commonness_weight * log(w.ndoc) DESC, w.word
         LIMIT 1
     ) nearest
-    WHERE length(typed_word) >= 4 AND to_tsvector('english', typed_word) <> ''::tsvector
-      AND NOT medrag_known_word(typed_word)
+    WHERE length(typed_word) >= cfg.spelling_min_length AND to_tsvector('english', typed_word) <> ''::tsvector
+      AND NOT medrag_known_word(typed_word);
+    PERFORM set_config('pg_trgm.similarity_threshold', threshold, true);
+END
 $$;
 
 -- The full-text queries for a user's text. Websearch syntax ("quoted phrases", -word) is taken as written. Otherwise
@@ -185,7 +199,7 @@ $$;
 -- rows ranked are only those
 -- holding the rarer words, up to match_budget chunks by the corpus counts (match_query), which bounds the work
 -- whatever the words. Known abbreviations add their expansions to both.
-CREATE OR REPLACE FUNCTION medrag_text_queries(query_text text, match_budget integer DEFAULT 800)
+CREATE OR REPLACE FUNCTION medrag_text_queries(query_text text, match_budget integer DEFAULT NULL)
 RETURNS TABLE (match_query tsquery, rank_query tsquery, misspelt boolean)
 LANGUAGE sql STABLE
 ROWS 1  -- one row always; the default guess of 1000 makes the planner hash whole tables
@@ -233,7 +247,8 @@ AS $$
     ),
     bag AS (
         SELECT string_agg(tsq, ' | ' ORDER BY nth)::tsquery AS all_units,
-               string_agg(tsq, ' | ' ORDER BY nth) FILTER (WHERE nth = 1 OR running <= match_budget)::tsquery
+               string_agg(tsq, ' | ' ORDER BY nth) FILTER (WHERE nth = 1 OR running <= (
+                   SELECT coalesce(medrag_text_queries.match_budget, s.match_budget) FROM medrag_settings() s))::tsquery
                    AS rare_units,
                string_agg(tsq, ' | ' ORDER BY nth) FILTER (WHERE expanded)::tsquery AS expansions
         FROM by_rarity
@@ -321,8 +336,9 @@ $$;
 -- description's lexemes the query holds ("other" counting as one more it does not), or of the HCPCS short
 -- description's; less for a category header or a quality-measure code; more for the code that says what the query
 -- says is not known or absent (default_cue 'unspecified' / 'uncomplicated'), a little for an ICD-10-CM default.
+DROP FUNCTION IF EXISTS medrag_code_fit(medrag_code_wording, text, text[], text);
 CREATE OR REPLACE FUNCTION medrag_code_fit(wording medrag_code_wording, title text, query_lexemes text[],
-                                           default_cue text)
+                                           default_cue text, fit jsonb)
 RETURNS double precision
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
@@ -334,18 +350,18 @@ AS $$
                                                                coalesce(query_lexemes, '{}'))))::float
             / nullif(cardinality(wording.title_lexemes) + wording.says_other::int, 0),
         -- an HCPCS short description is the long one cut to 28 characters and may say less than
-        -- the code is ("Blood glucose test strips": for dialysis): 3/4 of a description's fit. Dev MRR
-        -- 0.821 -> 0.830 (0.7 to 0.8 the same), holdout unchanged
-        0.75 * (cardinality(wording.short_lexemes) - length(ts_delete(array_to_tsvector(wording.short_lexemes),
+        -- the code is ("Blood glucose test strips": for dialysis): a share of a description's fit
+        (fit ->> 'short_share')::float8 * (cardinality(wording.short_lexemes) - length(ts_delete(array_to_tsvector(wording.short_lexemes),
                                                                       coalesce(query_lexemes, '{}'))))::float
             / nullif(cardinality(wording.short_lexemes), 0))
-    * CASE WHEN wording.is_header THEN 0.6 WHEN wording.is_measure THEN 0.4 ELSE 1 END
+    * CASE WHEN wording.is_header THEN (fit ->> 'header_factor')::float8
+           WHEN wording.is_measure THEN (fit ->> 'measure_factor')::float8 ELSE 1 END
     -- the code that says what the query says is not known or absent; else a default wins a tie
     + CASE WHEN CASE default_cue
                     WHEN 'uncomplicated' THEN title ~* 'without complications?$|uncomplicated'
                     WHEN 'unspecified' THEN title ~* 'unspecified|\mNOS\M|not specified' END
-           THEN 0.3
-           WHEN wording.is_default THEN 0.05 ELSE 0 END
+           THEN (fit ->> 'cue_bonus')::float8
+           WHEN wording.is_default THEN (fit ->> 'default_bonus')::float8 ELSE 0 END
 $$;
 
 -- What a query's words ask for, beyond its terms: the default cue (the query says there is no complication, or that
@@ -382,7 +398,9 @@ $$;
 
 -- Full-text leg: chunks matching the query's rarer words (match_query), ranked by ts_rank of all its words
 -- (rank_query) over log length: ts_rank_cd ranked worse on the dev questions and costs several times more per row.
-CREATE OR REPLACE FUNCTION medrag_text_leg(match_query tsquery, rank_query tsquery, pool integer, filters jsonb)
+DROP FUNCTION IF EXISTS medrag_text_leg(tsquery, tsquery, integer, jsonb);
+CREATE OR REPLACE FUNCTION medrag_text_leg(match_query tsquery, rank_query tsquery, pool integer, filters jsonb,
+                                           max_rows integer)
 RETURNS TABLE (id bigint, grp text, r bigint)
 LANGUAGE sql STABLE
 AS $$
@@ -392,14 +410,13 @@ AS $$
                row_number() OVER (PARTITION BY matching.grp
                                   ORDER BY ts_rank(matching.tsv, rank_query, 1) DESC, matching.id) AS r
         FROM (
-            -- ranking costs per row: a query whose rarest word is common ranks the first 2000 matches only (a
-            -- constant, not a setting: which 2000 rows come first depends on the plan, planned for this LIMIT)
+            -- ranking costs per row: a query whose rarest word is common ranks the first max_rows matches only
             SELECT c.id, c.tsv, medrag_document_group(d.source) AS grp
             FROM chunk c JOIN document d ON d.id = c.document_id JOIN release rel ON rel.id = d.release_id
             WHERE c.tsv @@ match_query
               AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date,
                                           d.metadata, rel.label, filters)
-            LIMIT 2000
+            LIMIT max_rows
         ) matching
     ) hit
     WHERE hit.r <= pool
@@ -448,14 +465,15 @@ $$;
 -- "other" counts as a word not asked for, a category header or a quality-measure code is not what gets reported for
 -- a condition or an item, and an ICD-10-CM default wins a tie. query_lexemes: every lexeme of the rank query (the
 -- query's words, their spelling corrections and expansions).
-CREATE OR REPLACE FUNCTION medrag_fit_leg(chunk_ids bigint[], rank_query tsquery, default_cue text)
+DROP FUNCTION IF EXISTS medrag_fit_leg(bigint[], tsquery, text);
+CREATE OR REPLACE FUNCTION medrag_fit_leg(chunk_ids bigint[], rank_query tsquery, default_cue text, fit jsonb)
 RETURNS TABLE (id bigint, grp text, fit double precision)
 LANGUAGE sql STABLE
 AS $$
     SELECT hit.id, hit.grp, hit.fit
     FROM (
         SELECT c.id, medrag_document_group(d.source) AS grp,
-               medrag_code_fit(w, d.title, ql.lexemes, default_cue) AS fit
+               medrag_code_fit(w, d.title, ql.lexemes, default_cue, fit) AS fit
         FROM unnest(chunk_ids) AS pooled(id)
         JOIN chunk c ON c.id = pooled.id
         JOIN medrag_code_wording w ON w.document_id = c.document_id
@@ -476,7 +494,7 @@ $$;
 -- chunks per document, every second chunk after every first one; score is the document's fused RRF score (its best
 -- chunk in each leg; a code's fit added, +1 for an exact identifier). query_embedding may be NULL (full text only).
 -- medrag_search (sql/finder.sql) calls it, then lets the code finder choose the codes of its code slots.
-CREATE OR REPLACE FUNCTION medrag_search_documents(query_embedding vector, query_text text, k integer DEFAULT 10,
+CREATE OR REPLACE FUNCTION medrag_search_documents(query_embedding vector, query_text text, k integer DEFAULT NULL,
                                                    filters jsonb DEFAULT '{}'::jsonb)
 RETURNS TABLE (rank integer, score double precision, chunk_id bigint, document_id bigint, source text, key text,
                title text, heading text, text text, release text, url text, matched text)
@@ -485,19 +503,21 @@ LANGUAGE sql STABLE
 SET plan_cache_mode = force_generic_plan
 AS $$
     WITH settings AS (
-        SELECT greatest(coalesce(k, 10), 1) AS k,
-               greatest(coalesce(k, 10), 1) * cfg.pool_per_k + cfg.pool_extra AS pool,
+        SELECT greatest(coalesce(k, cfg.default_k), 1) AS k,
+               greatest(coalesce(k, cfg.default_k), 1) * cfg.pool_per_k + cfg.pool_extra AS pool,
                q.match_query, q.rank_query, q.misspelt, cue.default_cue, cue.intent, cue.named_source,
                cfg.rrf_k, cfg.fit_weight, cfg.hcpcs_vector_offset, cfg.sure_margin, cfg.sure_trailing_offset,
                cfg.unsure_trailing_offset, cfg.chunks_per_document, cfg.exact_bonus, cfg.trigram_max_chars,
+               cfg.text_leg_max_rows, cfg.fit,
                coalesce(filters, '{}'::jsonb) AS f
-        -- the tuned numbers (medrag/retrieval/settings.py), each overridable per session: SET medrag.rrf_k = 30
-        FROM medrag_search_settings() cfg,
+        -- the tuned numbers (medrag/core/tuning.py), each overridable per session: SET medrag.rrf_k = 30
+        FROM medrag_settings() cfg,
              medrag_text_queries(query_text, cfg.match_budget) q,
              medrag_query_cues(query_text) cue
     ),
     vector_leg AS (SELECT v.* FROM settings s, LATERAL medrag_vector_leg(query_embedding, s.pool, filters) v),
-    text_leg AS (SELECT t.* FROM settings s, LATERAL medrag_text_leg(s.match_query, s.rank_query, s.pool, s.f) t),
+    text_leg AS (SELECT t.* FROM settings s, LATERAL medrag_text_leg(s.match_query, s.rank_query, s.pool, s.f,
+                                                                         s.text_leg_max_rows) t),
     trigram_leg AS (
         SELECT t.* FROM settings s, LATERAL medrag_trigram_leg(query_text, s.misspelt, s.pool, s.trigram_max_chars, s.f) t
     ),
@@ -509,7 +529,7 @@ AS $$
                    AS ids
     ),
     fit_leg AS (
-        SELECT f.* FROM settings s, fit_pool p, LATERAL medrag_fit_leg(p.ids, s.rank_query, s.default_cue) f
+        SELECT f.* FROM settings s, fit_pool p, LATERAL medrag_fit_leg(p.ids, s.rank_query, s.default_cue, s.fit) f
     ),
     legs AS (
         -- RRF constant rrf_k (20, not the usual 60): a first place in one leg then outweighs middling places in two
@@ -563,7 +583,7 @@ AS $$
     leader AS (
         -- the group the query asks for, else the group whose nearest chunk is closer (when both have vectors)
         SELECT coalesce((SELECT intent FROM settings),
-                        (SELECT grp FROM nearest_by_group WHERE (SELECT count(*) FROM nearest_by_group) = 2
+                        (SELECT grp FROM nearest_by_group WHERE (SELECT count(*) FROM nearest_by_group) > 1
                          ORDER BY distance, grp LIMIT 1),
                         (SELECT grp FROM in_group ORDER BY exact DESC, found DESC NULLS LAST, id LIMIT 1)) AS grp,
                -- where the other group's documents come in: after the leader's third when the lead is sure, else
@@ -571,7 +591,7 @@ AS $$
                -- 11 of 13 holdout), or one group is nearer by 0.1 or more (right for all 40 dev and 21 holdout
                -- questions with that margin). Dev MRR 0.794 -> 0.808, holdout hit@5 0.875 -> 0.896
                CASE WHEN (SELECT intent FROM settings) IS NOT NULL
-                         OR (SELECT max(distance) - min(distance) FROM nearest_by_group HAVING count(*) = 2)
+                         OR (SELECT max(distance) - min(distance) FROM nearest_by_group HAVING count(*) > 1)
                             >= (SELECT sure_margin FROM settings)
                     THEN (SELECT sure_trailing_offset FROM settings)
                     ELSE (SELECT unsure_trailing_offset FROM settings) END AS trailing_offset
@@ -592,3 +612,125 @@ AS $$
     LIMIT (SELECT k FROM settings)
 $$;
 
+-- Hybrid search (medrag_search_documents above) whose code documents are the code finder's: the search
+-- decides how many codes a list holds and where they stand against determinations and manuals, medrag_find_codes
+-- which codes fill those slots and in what order, so a search lists codes as `medrag codes` ranks them. A code the
+-- query names (the exact leg) keeps its place; a slot the finder cannot fill keeps the search's own code. A code
+-- slot's score is then the finder's confidence and its matched says +codes (codes alone for a code the search did
+-- not find). No code slot, a filter that admits no code (a manual or chapter, other sources), no code release (or
+-- none with the label asked for) or a query longer than a code term may be: the search's own order.
+CREATE OR REPLACE FUNCTION medrag_search(query_embedding vector, query_text text, k integer DEFAULT NULL,
+                                         filters jsonb DEFAULT '{}'::jsonb)
+RETURNS TABLE (rank integer, score double precision, chunk_id bigint, document_id bigint, source text, key text,
+               title text, heading text, text text, release text, url text, matched text)
+LANGUAGE plpgsql STABLE
+AS $$
+#variable_conflict use_column
+DECLARE
+    cfg constant jsonb := medrag_code_finder_config();
+    code_sources constant text[] := ARRAY(SELECT jsonb_array_elements_text(jsonb_path_query_array(cfg -> 'sources',
+                                                                                                  '$.*')));
+    f constant jsonb := coalesce(filters, '{}'::jsonb);
+    hits jsonb;
+    wanted_sources text[];
+    systems text[];
+    label text := nullif(nullif(f ->> 'release', 'current'), 'all');
+    found jsonb;
+BEGIN
+    SELECT coalesce(jsonb_agg(to_jsonb(h) ORDER BY h.rank), '[]') INTO hits
+    FROM medrag_search_documents(query_embedding, query_text, k, f) h;
+    wanted_sources := CASE jsonb_typeof(f -> 'source')
+                          WHEN 'array' THEN ARRAY(SELECT jsonb_array_elements_text(f -> 'source'))
+                          WHEN 'string' THEN ARRAY[f ->> 'source']
+                          ELSE code_sources END;
+    systems := ARRAY(SELECT s.key FROM jsonb_each_text(cfg -> 'sources') s WHERE s.value = ANY (wanted_sources)
+                     ORDER BY s.key DESC);
+    IF EXISTS (SELECT 1 FROM jsonb_array_elements(hits) h
+               WHERE h ->> 'source' = ANY (code_sources)
+                 AND 'exact' <> ALL (string_to_array(coalesce(h ->> 'matched', ''), '+')))
+       AND cardinality(systems) > 0 AND coalesce(f ->> 'manual', '') = '' AND coalesce(f ->> 'chapter', '') = ''
+       AND btrim(coalesce(query_text, '')) <> '' AND length(query_text) <= (cfg ->> 'max_term_chars')::int
+       AND EXISTS (SELECT 1 FROM medrag_usable_release r
+                   WHERE r.source IN (SELECT cfg -> 'sources' ->> s FROM unnest(systems) s)
+                     AND CASE WHEN label IS NULL THEN r.is_current ELSE lower(r.label) = lower(label) END)
+    THEN
+        found := medrag_find_codes(query_text, systems, label, least(greatest(coalesce(k, (cfg ->> 'default_k')::int), 1),
+                                                                   (cfg ->> 'max_top')::int), query_embedding);
+    END IF;
+    RETURN QUERY
+    WITH hit AS (
+        SELECT h.value AS x, h.n FROM jsonb_array_elements(hits) WITH ORDINALITY AS h(value, n)
+    ),
+    slot AS (  -- none when the finder was not asked: the search's own order
+        SELECT x, n, row_number() OVER (ORDER BY n) AS j FROM hit
+        WHERE found IS NOT NULL AND x ->> 'source' = ANY (code_sources)
+          AND 'exact' <> ALL (string_to_array(coalesce(x ->> 'matched', ''), '+'))
+    ),
+    placed AS (SELECT x ->> 'source' AS source, x ->> 'key' AS key FROM hit WHERE n NOT IN (SELECT n FROM slot)),
+    own AS (  -- a document's best chunk among the slots
+        SELECT DISTINCT ON (x ->> 'source', x ->> 'key') x ->> 'source' AS source, x ->> 'key' AS key, x
+        FROM slot ORDER BY x ->> 'source', x ->> 'key', n
+    ),
+    ranked AS (
+        SELECT DISTINCT ON (cfg -> 'sources' ->> (r.value ->> 'system'), r.value ->> 'code')
+               cfg -> 'sources' ->> (r.value ->> 'system') AS source, r.value ->> 'code' AS key,
+               (r.value ->> 'confidence')::float8 AS confidence, r.n
+        FROM jsonb_array_elements(found -> 'results') WITH ORDINALITY AS r(value, n)
+        ORDER BY 1, 2, r.n
+    ),
+    wanted AS (
+        SELECT r.* FROM ranked r WHERE (r.source, r.key) NOT IN (SELECT source, key FROM placed)
+    ),
+    fetched AS (  -- a code the search did not find: its document's first chunk, where the filters admit it
+        SELECT DISTINCT ON (d.source, d.key) d.source, d.key,
+               jsonb_build_object('chunk_id', c.id, 'document_id', d.id, 'source', d.source, 'key', d.key,
+                                  'title', d.title, 'heading', c.heading, 'text', c.text, 'release', rel.label,
+                                  'url', d.url, 'matched', 'codes') AS x
+        FROM wanted w
+        JOIN document d ON d.source = w.source AND d.key = w.key
+        JOIN release rel ON rel.id = d.release_id
+        JOIN chunk c ON c.document_id = d.id
+        WHERE (w.source, w.key) NOT IN (SELECT source, key FROM own)
+          AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date,
+                                      d.metadata, rel.label, f)
+        ORDER BY d.source, d.key, d.is_current DESC, c.ordinal
+    ),
+    chosen AS (
+        SELECT row_number() OVER (ORDER BY w.n) AS j,
+               coalesce(o.x || jsonb_build_object('matched', (o.x ->> 'matched') || '+codes'), fe.x)
+                   || jsonb_build_object('score', w.confidence) AS x
+        FROM wanted w
+        LEFT JOIN own o ON o.source = w.source AND o.key = w.key
+        LEFT JOIN fetched fe ON fe.source = w.source AND fe.key = w.key
+        WHERE o.x IS NOT NULL OR fe.x IS NOT NULL
+        ORDER BY w.n
+        LIMIT (SELECT count(*) FROM slot)
+    ),
+    kept AS (  -- slots the finder leaves: the search's own codes, in its order
+        SELECT (SELECT count(*) FROM chosen) + row_number() OVER (ORDER BY s.n) AS j, s.x
+        FROM slot s
+        WHERE (s.x ->> 'source', s.x ->> 'key') NOT IN (SELECT c.x ->> 'source', c.x ->> 'key' FROM chosen c)
+    ),
+    filled AS (
+        SELECT s.n, coalesce(c.x, k2.x, s.x) || jsonb_build_object('rank', s.x -> 'rank') AS x
+        FROM slot s
+        LEFT JOIN chosen c ON c.j = s.j
+        LEFT JOIN kept k2 ON k2.j = s.j
+    )
+    SELECT (x ->> 'rank')::int, (x ->> 'score')::float8, (x ->> 'chunk_id')::bigint, (x ->> 'document_id')::bigint,
+           x ->> 'source', x ->> 'key', x ->> 'title', x ->> 'heading', x ->> 'text', x ->> 'release', x ->> 'url',
+           x ->> 'matched'
+    FROM (SELECT n, x FROM hit WHERE n NOT IN (SELECT n FROM slot) UNION ALL SELECT n, x FROM filled) out
+    ORDER BY n;
+END
+$$;
+
+-- Full-text-only search for analysts without an embedding model (same filters, same ranking minus vectors).
+CREATE OR REPLACE FUNCTION medrag_search_text(query_text text, k integer DEFAULT NULL,
+                                              filters jsonb DEFAULT '{}'::jsonb)
+RETURNS TABLE (rank integer, score double precision, chunk_id bigint, document_id bigint, source text, key text,
+               title text, heading text, text text, release text, url text, matched text)
+LANGUAGE sql STABLE
+AS $$
+    SELECT * FROM medrag_search(NULL::vector, query_text, k, filters)
+$$;

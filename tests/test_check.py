@@ -37,10 +37,10 @@ def test_a_terminated_code_is_an_error_with_the_codes_added_for_the_same_drug(in
 
 
 def test_the_candidates_rule_reads_its_numbers_from_the_settings(indexed_engine) -> None:
-    """medrag_check_settings(): a session's override changes what counts as a candidate."""
+    """medrag_settings(): a session's override changes what counts as a candidate."""
     line = json.dumps([{"dos": "2025-02-10", "hcpcs": "J2920"}])
     with indexed_engine.connect() as conn:
-        assert conn.execute(text("SELECT check_candidate_share, check_candidate_days FROM medrag_check_settings()")
+        assert conn.execute(text("SELECT check_candidate_share, check_candidate_days FROM medrag_settings()")
                             ).one() == (Decimal("0.5"), 92)
         conn.execute(text("SET medrag.check_candidate_share = 1.01"))
         [result] = conn.execute(text("SELECT medrag_check_lines(CAST(:l AS jsonb))"), {"l": line}).scalar_one()

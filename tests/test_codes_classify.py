@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from medrag.codes.classify import HCPCS, ICD10CM, SEARCH_THRESHOLD, SYSTEMS, classify
+from medrag.codes.classify import HCPCS, ICD10CM, SYSTEMS, classify
 from medrag.codes.terms import SYNONYM, TYPED, analyze_term
+from medrag.core import tuning
 from medrag.core.synonyms import synonym_rows
 
 
@@ -23,7 +24,7 @@ from medrag.core.synonyms import synonym_rows
 ])
 def test_terms_are_classified_by_their_signals(engine, term, systems) -> None:
     scores = classify(engine, term).scores
-    heard = [system for system in SYSTEMS if scores[system] >= SEARCH_THRESHOLD] or list(SYSTEMS)
+    heard = [system for system in SYSTEMS if scores[system] >= tuning.value("classify_threshold")] or list(SYSTEMS)
     assert sorted(heard) == sorted(systems)
 
 

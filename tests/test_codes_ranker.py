@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from medrag.codes.consolidate import HAND_SET_WEIGHTS, RANKER_MODEL_FILE, WEIGHTS
+from medrag.codes.consolidate import WEIGHTS
 from medrag.codes.ranker import (
     FEATURES,
     KINDS,
@@ -20,6 +20,7 @@ from medrag.codes.ranker import (
     training_pairs,
     write_rows,
 )
+from medrag.core.tuning import HAND_SET_WEIGHTS, RANKER_MODEL_FILE
 
 FIT_RESULT = Path(__file__).resolve().parents[1] / "docs" / "results" / "ranker_fit.json"
 

@@ -10,13 +10,14 @@ from sqlalchemy import text
 
 from medrag.codes import consolidate
 from medrag.codes.classify import HCPCS, ICD10CM, SYSTEMS
-from medrag.codes.consolidate import MIN_SCORE, NOT_MEDICARE_FACTOR, TIERS, calibration, code_settings_sql
+from medrag.codes.consolidate import MIN_SCORE, TIERS, calibration, code_words_sql
 from medrag.codes.terms import SPELLING, TYPED
+from medrag.core import tuning
 
 # the term as medrag_find_codes hands it to the scoring (medrag_term_json over the term's concepts)
 SCORE = text("SELECT * FROM medrag_score_codes(:release, CAST(:kinds AS text[]), CAST(:candidates AS jsonb), "
              "medrag_term_json(CAST(:concepts AS jsonb), :system, :text, :wants_modifiers, 1.0, false, "
-             "medrag_code_finder_settings() -> 'origin_weights'))")
+             "(SELECT origin_weights FROM medrag_settings())))")
 
 
 def _concept(text_: str, wordings: list[tuple[str, set[str], str]], *, negated: bool = False) -> dict:
@@ -121,7 +122,8 @@ def test_a_code_medicare_does_not_pay_is_less_specific(score) -> None:
     """S0285 (coverage code I: a private payer's colonoscopy consultation) below G0121 for a Medicare claim."""
     found = score(_query(("screening colonoscopy", {"screen", "colonoscopi"})),
                   [_candidate("G0121"), _candidate("S0285", 2)], HCPCS)
-    assert found["S0285"].specificity == pytest.approx(0.85 * NOT_MEDICARE_FACTOR)
+    expected = tuning.value("specificity_not_in_lcd") * tuning.value("not_medicare_factor")
+    assert found["S0285"].specificity == pytest.approx(expected)
     assert found["S0285"].specificity < found["G0121"].specificity
 
 
@@ -144,22 +146,22 @@ def test_scores_and_their_distance_to_the_best_are_rounded_as_python_rounds(inde
     assert rounded == [round(value, 3) for value in values]
 
 
-def test_the_scoring_numbers_sql_reads_are_the_ones_python_names(indexed_engine) -> None:
-    """medrag_code_settings() is rendered from consolidate.py: what the database holds is what Python says."""
+def test_the_scoring_words_sql_reads_are_the_ones_python_names(indexed_engine) -> None:
+    """medrag_code_words() is rendered from consolidate.py: what the database holds is what Python says."""
     with indexed_engine.connect() as conn:
-        settings = conn.execute(text("SELECT * FROM medrag_code_settings()")).one()._mapping
+        words = conn.execute(text("SELECT * FROM medrag_code_words()")).one()._mapping
+        settings = conn.execute(text("SELECT * FROM medrag_settings()")).one()._mapping
+    assert set(words["neutral_lexemes"]) == consolidate.NEUTRAL_LEXEMES
+    assert words["side_lexemes"] == consolidate.SIDE_LEXEMES
+    assert "medrag_code_words" in code_words_sql()
     assert settings["lexical_weight"] == consolidate.WEIGHTS["lexical"]
-    assert settings["semantic_only_cap"] == consolidate.SEMANTIC_ONLY_CAP
-    assert settings["leg_weights"] == consolidate.LEG_WEIGHTS and settings["rrf_k"] == consolidate.RRF_K
-    assert set(settings["neutral_lexemes"]) == consolidate.NEUTRAL_LEXEMES
-    assert settings["side_lexemes"] == consolidate.SIDE_LEXEMES
-    assert "medrag_code_settings" in code_settings_sql()
+    assert settings["leg_weights"] == tuning.bundle("leg_weights") and settings["code_rrf_k"] == 20
 
 
 def test_tiers_follow_the_calibrated_confidence_and_a_listed_code_hides_its_header(indexed_engine) -> None:
     """medrag_code_pool / medrag_code_ranked: E11 is left out under E11.9; E10.9 is below the listing score; the
     confidence is the calibration's sigmoid, 1 for a code written in the term."""
-    settings_sql = "medrag_code_finder_settings()"
+    settings_sql = "medrag_code_finder_config()"
     hits = {f"ICD-10-CM|{code}|words": {"system": ICD10CM, "code": code, "leg": "words", "rank": 1, "seq": n}
             for n, code in enumerate(("E11", "E11.9", "E10.9", "X99.9"))}
     details = {"ICD-10-CM|E11": {"ord": 1, "billable": False, "has_children": True},

@@ -153,7 +153,8 @@ def test_lay_terms_rank_the_code_whose_wording_they_explain(indexed_engine, embe
     assert wording["B02"].is_header and not wording["E03.9"].is_header
     assert wording["J18.8"].says_other  # "Other pneumonia, unspecified organism"
     assert sorted(wording["E1390"].short_lexemes) == ["concentr", "oxygen"]  # "Oxygen concentrator"
-    fit = text("SELECT medrag_code_fit(w, d.title, CAST(:lexemes AS text[]), :cue) FROM medrag_code_wording w "
+    fit = text("SELECT medrag_code_fit(w, d.title, CAST(:lexemes AS text[]), :cue, "
+               "(SELECT fit FROM medrag_settings())) FROM medrag_code_wording w "
                "JOIN document d ON d.id = w.document_id WHERE d.is_current AND d.key = :key")
     with indexed_engine.connect() as conn:
         def fit_of(key: str, lexemes: list[str] | None, cue: str | None = None) -> float:
@@ -417,15 +418,15 @@ def test_sql_metacharacters_are_just_text(indexed_engine) -> None:
 
 
 def test_search_settings_are_named_once_and_a_session_can_override_them(indexed_engine) -> None:
-    from medrag.retrieval.settings import SEARCH_SETTINGS, apply_overrides
+    from medrag.core.tuning import SEARCH, apply_overrides
 
     with indexed_engine.connect() as conn:
-        row = conn.execute(text("SELECT * FROM medrag_search_settings()")).mappings().one()
-        assert {name: str(value) for name, value in row.items()} == {s.name: s.value for s in SEARCH_SETTINGS}
+        row = conn.execute(text("SELECT * FROM medrag_settings()")).mappings().one()
+        assert {s.name: float(row[s.name]) for s in SEARCH} == {s.name: float(s.value) for s in SEARCH}
         ranked = "SELECT key, score FROM medrag_search_text('home oxygen therapy', 5, '{}')"
         tuned = conn.execute(text(ranked)).all()
         conn.execute(text("SELECT set_config('medrag.rrf_k', '60', false)"))
-        assert conn.execute(text("SELECT rrf_k FROM medrag_search_settings()")).scalar() == 60
+        assert conn.execute(text("SELECT rrf_k FROM medrag_settings()")).scalar() == 60
         wider = conn.execute(text(ranked)).all()
         assert [score for _, score in wider] < [score for _, score in tuned]  # 1/(60 + r) < 1/(20 + r)
         conn.execute(text("RESET medrag.rrf_k"))
@@ -434,7 +435,7 @@ def test_search_settings_are_named_once_and_a_session_can_override_them(indexed_
     apply_overrides(overridden, {"chunks_per_document": "1"})
     try:
         with overridden.connect() as conn:
-            assert conn.execute(text("SELECT chunks_per_document FROM medrag_search_settings()")).scalar() == 1
+            assert conn.execute(text("SELECT chunks_per_document FROM medrag_settings()")).scalar() == 1
             keys = conn.execute(text("SELECT key FROM medrag_search_text('home oxygen therapy', 10, '{}')")).all()
             assert len(keys) == len(set(keys))  # one chunk per document
     finally:
@@ -470,10 +471,10 @@ def test_each_leg_is_its_own_function_and_inlined(indexed_engine) -> None:
     """The legs are plain SQL functions the planner inlines: medrag_search is still planned as one statement."""
     oxygen = "to_tsquery('english', 'oxygen')"
     calls = {
-        "medrag_text_leg": f"medrag_text_leg({oxygen}, {oxygen}, 20, '{{}}')",
+        "medrag_text_leg": f"medrag_text_leg({oxygen}, {oxygen}, 20, '{{}}', 2000)",
         "medrag_trigram_leg": "medrag_trigram_leg('oxigen', true, 20, 60, '{}')",
         "medrag_exact_leg": "medrag_exact_leg('NCD 240.2 and E0601', '{}')",
-        "medrag_fit_leg": f"medrag_fit_leg(ARRAY[1, 2]::bigint[], {oxygen}, NULL)",
+        "medrag_fit_leg": f"medrag_fit_leg(ARRAY[1, 2]::bigint[], {oxygen}, NULL, '{{}}')",
     }
     with indexed_engine.connect() as conn:
         for name, call in calls.items():

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from medrag.cli.evaluation import eval_group
+from medrag.cli.evaluation import eval_group, overridden_engine, set_option
 from medrag.cli.retrieval import build_filters, filter_options, query_embedder
 from medrag.core.config import load_settings
 from medrag.core.db import get_engine
@@ -158,16 +158,18 @@ def log_tail(n: int, as_json: bool) -> None:
 @click.option("--llm", "backend", type=click.Choice(["vllm", "extractive"]), default=None,
               help="Answer backend (default: vllm when VLLM_BASE_URL is set, else extractive).")
 @click.option("-k", "k", default=10, show_default=True, type=click.IntRange(1, 200), help="Hits retrieved.")
-def eval_answers(questions_file: Path, as_json: bool, backend: str | None, k: int) -> None:
+@set_option
+def eval_answers(questions_file: Path, as_json: bool, backend: str | None, k: int, overrides: tuple[str, ...]) -> None:
     """Answer quality on a dev set: citation precision, refusal accuracy, invented codes, latency per stage."""
     from medrag.answer.evaluation import evaluate, load_questions, render_report
 
     settings = load_settings()
     questions = load_questions(questions_file)
-    engine, embedder = get_engine(settings), query_embedder()
+    engine, overridden = overridden_engine(overrides)
+    embedder = query_embedder()
     report = evaluate(engine, questions, settings=settings, embedder=embedder, backend=backend or "auto", k=k)
     if as_json:
-        click.echo(json.dumps(report.as_json(), default=str))
+        click.echo(json.dumps(report.as_json() | {"settings_overridden": overridden}, default=str))
     else:
         click.echo(render_report(report))
     if not report.goals_met:

@@ -7,12 +7,13 @@ import time
 from pathlib import Path
 
 import click
+from sqlalchemy import Engine
 
 from medrag.core.db import get_engine
 from medrag.core.errors import MedragError
+from medrag.core.tuning import apply_overrides, parse_overrides
 from medrag.retrieval.evaluation import DEFAULT_KS, Question, evaluate, load_questions
 from medrag.retrieval.search import SearchFilters, search
-from medrag.retrieval.settings import apply_overrides, parse_overrides
 
 
 @click.group("eval")
@@ -21,6 +22,18 @@ def eval_group() -> None:
 
 
 # `eval answers` (medrag.cli.ask) and `eval codes` (medrag.cli.codes) attach themselves to this group.
+
+# Every eval command measures a run with settings changed the same way: SET medrag.<name> on each connection.
+set_option = click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE",
+                          help="Run with a setting changed (medrag_settings(), e.g. rrf_k=30); repeatable.")
+
+
+def overridden_engine(overrides: tuple[str, ...]) -> tuple[Engine, dict[str, str]]:
+    """The database engine with the --set overrides on every connection, and the checked overrides."""
+    settings = parse_overrides(overrides)
+    engine = get_engine()
+    apply_overrides(engine, settings)
+    return engine, settings
 
 
 def parse_ks(value: str) -> list[int]:
@@ -40,8 +53,7 @@ def parse_ks(value: str) -> list[int]:
 @click.option("-k", "ks", default=",".join(map(str, DEFAULT_KS)), show_default=True, help="Cut-offs, e.g. 1,3,5,10.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full report (per question too) as JSON.")
 @click.option("--text-only", is_flag=True, help="No query vector: what medrag_search_text ranks.")
-@click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE",
-              help="Run with a search setting changed (medrag_search_settings(), e.g. rrf_k=30); repeatable.")
+@set_option
 def eval_retrieval(questions_file: Path, ks: str, as_json: bool, text_only: bool,
                    overrides: tuple[str, ...]) -> None:
     """hit@k, MRR, nDCG@k (graded), recall@k and latency p50/p95, overall, per category and per source."""
@@ -49,9 +61,7 @@ def eval_retrieval(questions_file: Path, ks: str, as_json: bool, text_only: bool
 
     cutoffs = parse_ks(ks)
     questions = load_questions(questions_file)
-    settings = parse_overrides(overrides)
-    engine = get_engine()
-    apply_overrides(engine, settings)
+    engine, settings = overridden_engine(overrides)
     embedder = None if text_only else query_embedder()
     # the first call pays connection and ONNX session
     search(engine, "warm up", k=1, embedder=embedder)

@@ -23,8 +23,8 @@ from medrag.core.words import WORD_PATTERN
 ICD10CM = "ICD-10-CM"
 HCPCS = "HCPCS"
 SYSTEMS = (ICD10CM, HCPCS)
-# A system is searched when its score reaches this; with no signal at all, every system is searched.
-SEARCH_THRESHOLD = 0.3
+# A system is searched when its score reaches classify_threshold (medrag/core/tuning.py); with no signal at all,
+# every system is searched.
 
 _DIAGNOSIS_WORDS = frozenset("""
     abscess ache aches acute allergy allergic anemia aneurysm angina anxiety apnea arrhythmia arthritis asthma
@@ -112,10 +112,6 @@ _SEQUELA = r"\b(?:sequela|sequelae|late\s+effects?)\b"
 # A dose makes a drug a HCPCS item: "ondansetron 4 mg", "per 10 units".
 _DOSE = r"\b\d+(?:\.\d+)?\s*(?:mg|mcg|microgram|micrograms|g|gm|ml|cc|units?|iu|meq)\b"
 
-# Signal weights: one clear word is enough to search a system (1 - e^-w >= 0.3 from w = 0.36).
-_WEIGHTS = {"named code set": 3.0, "diagnosis word": 1.2, "diagnosis suffix": 0.9, "supply": 1.2, "equipment": 1.2,
-            "drug": 1.0, "dose": 1.5, "service": 0.6, "ambulance": 1.5, "modifier": 1.5, "literal code": 3.0,
-            "category code": 0.3, "synonym": 1.0, "item for": 0.5}
 _ITEM_KINDS = ("supply", "equipment")
 
 
@@ -199,7 +195,6 @@ def classification_sql() -> str:
         ("service", _SERVICE_WORDS), ("ambulance", _AMBULANCE_WORDS), ("modifier", _MODIFIER_WORDS))}
     hcpcs_kinds = ", ".join(f"'{kind}'" for kind in lexicons)
     words_literal = json.dumps({"diagnosis": sorted(_DIAGNOSIS_WORDS), **lexicons}).replace("'", "''")
-    weights = json.dumps(_WEIGHTS)
     encounters = "\n    ".join(
         f"ELSIF rest ~* '{sql_regex(pattern)}' THEN\n        encounter := '{encounter}';\n"
         f"        rest := medrag_set_aside(rest, '{sql_regex(pattern)}');"
@@ -238,14 +233,14 @@ AS $$
 $$;
 
 -- What one word of a term says about the code systems: [system, kind, word, weight] for each signal, a disease word
--- or ending for ICD-10-CM first, then each HCPCS kind of item that lists it.
-CREATE OR REPLACE FUNCTION medrag_code_word_signals(word text)
+-- or ending for ICD-10-CM first, then each HCPCS kind of item that lists it; weights: medrag_settings().signal_weights.
+DROP FUNCTION IF EXISTS medrag_code_word_signals(text);
+CREATE OR REPLACE FUNCTION medrag_code_word_signals(word text, weights jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
 DECLARE
     lexicons constant jsonb := '{words_literal}'::jsonb;
-    weights constant jsonb := '{weights}'::jsonb;
     found jsonb := '[]'::jsonb;
     kind text;
 BEGIN
@@ -275,7 +270,7 @@ RETURNS jsonb
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 AS $$
 DECLARE
-    weights constant jsonb := '{weights}'::jsonb;
+    weights constant jsonb := (SELECT signal_weights FROM medrag_settings());
     hcpcs_codes text[];
     icd_codes text[];
     literal jsonb := '[]'::jsonb;
@@ -372,8 +367,10 @@ BEGIN
         END LOOP;
     END LOOP;
     FOR i IN 1 .. cardinality(words) LOOP
-        word_signals := coalesce(following, medrag_code_word_signals(words[i]));  -- read as the next word before
-        following := CASE WHEN i < cardinality(words) THEN medrag_code_word_signals(words[i + 1]) ELSE '[]' END;
+        -- read as the next word before
+        word_signals := coalesce(following, medrag_code_word_signals(words[i], weights));
+        following := CASE WHEN i < cardinality(words) THEN medrag_code_word_signals(words[i + 1], weights)
+                          ELSE '[]' END;
         IF EXISTS (SELECT 1 FROM jsonb_array_elements(word_signals) AS s(signal) WHERE s.signal ->> 0 = '{ICD10CM}')
            AND EXISTS (SELECT 1 FROM jsonb_array_elements(following) AS s(signal)
                        WHERE s.signal ->> 1 IN ({item_kinds})) THEN

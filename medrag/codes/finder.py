@@ -18,7 +18,6 @@ import time
 import unicodedata
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
 from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine, text
@@ -27,60 +26,38 @@ from sqlalchemy.exc import DBAPIError
 from medrag.codes import plan
 from medrag.codes.classify import HCPCS, ICD10CM, SYSTEMS
 from medrag.codes.clinical_tables import search_clinical_tables
-from medrag.codes.consolidate import MIN_SCORE, ROUTING_PRIOR_WEIGHT, TIERS, calibration
 from medrag.codes.plan import CodeRelease
 from medrag.codes.results import CodeMatch, CodeSearch, Related, ScoredCode, summarize
-from medrag.codes.terms import AS_TYPED, MIN_PATTERN, ORIGIN_WEIGHT
+from medrag.codes.terms import AS_TYPED
+from medrag.core import tuning
 from medrag.core.errors import MedragError
 
 log = logging.getLogger(__name__)
 
-MAX_ROUNDS = 3
-DEFAULT_TOP = 5
-MAX_TOP = 50
-MAX_TERM_CHARS = 500
-# The trigram leg is for a misspelled word or two; longer terms are corrected word by word when they find nothing.
-TRIGRAM_MAX_WORDS = 2
-# The description-words leg (an ILIKE '%stem%' per word) is the slowest lookup on a sentence-long term and adds little
-# that full text, the Index and the vectors do not find: a term of more concepts skips it. Swept on the dev sets
-# (dev unchanged at every value): descriptive dev top-1 0.575 without the limit, 0.625 at 3 and 4, 0.60 at 5 and 6;
-# at 4, p50 on the descriptive terms 132 -> 87 ms and on the retrieval dev questions 113 -> 88 ms (p95 332 -> 232);
-# holdout unchanged, second holdout top-1 0.691 -> 0.676 (a deep-vein clot's I82.401 from first to third), top-5
-# unchanged on all four sets.
-WORDS_LEG_MAX_CONCEPTS = 4
-# Reflection: a best code below GOOD_LEXICAL leaves room to broaden (a term half covered, or buried in a long text);
-# a word shorter than MIN_SPELLING_LENGTH is never spelling-corrected; at most MAX_HEADERS headers among the best codes
-# are narrowed to their billable codes.
-GOOD_LEXICAL = 0.75
-MIN_SPELLING_LENGTH = 4
-MAX_HEADERS = 5
+# The finder's numbers are in the registry (medrag/core/tuning.py); the doors check top against these two.
+DEFAULT_TOP = tuning.value("default_top")
+MAX_TOP = tuning.value("max_top")
 ALL_KINDS = {ICD10CM: ("diagnosis",), HCPCS: ("procedure", "modifier")}
 SYSTEM_ALIASES = {"icd-10-cm": ICD10CM, "icd10cm": ICD10CM, "icd10": ICD10CM, "icd": ICD10CM, "hcpcs": HCPCS}
 # The SQLSTATE medrag_find_codes raises for a term or option it cannot use (invalid_parameter_value).
 BAD_INPUT = "22023"
 
 
-def finder_settings_sql() -> str:
-    """medrag_code_finder_settings(): the numbers and names medrag_find_codes (sql/finder.sql) works by, rendered from
-    the modules that name them into generated.sql."""
-    settings = {
+def finder_names_sql() -> str:
+    """medrag_code_finder_names(): the names medrag_find_codes (sql/finder.sql) works by (systems, their document
+    sources and aliases, the kinds of code each lists, the wordings searched as typed), rendered into generated.sql;
+    its numbers are medrag_settings()."""
+    names = {
         "systems": list(SYSTEMS), "sources": plan.DOCUMENT_SOURCE, "aliases": SYSTEM_ALIASES,
         "kinds": {ICD10CM: ["diagnosis"], HCPCS: ["procedure"]}, "modifier_kinds": ["procedure", "modifier"],
-        "all_kinds": {system: list(kinds) for system, kinds in ALL_KINDS.items()},
-        "max_top": MAX_TOP, "max_term_chars": MAX_TERM_CHARS, "max_rounds": MAX_ROUNDS,
-        "trigram_max_words": TRIGRAM_MAX_WORDS, "words_leg_max_concepts": WORDS_LEG_MAX_CONCEPTS,
-        "leg_limit": plan.LEG_LIMIT, "children_limit": plan.CHILDREN_LIMIT,
-        "spelling_min_similarity": plan.SPELLING_MIN_SIMILARITY,
-        "min_score": MIN_SCORE, "tiers": [list(tier) for tier in TIERS],
-        "routing_prior_weight": ROUTING_PRIOR_WEIGHT, "calibration": asdict(calibration()),
-        "good_lexical": GOOD_LEXICAL, "max_headers": MAX_HEADERS, "min_spelling_length": MIN_SPELLING_LENGTH,
-        "origin_weights": ORIGIN_WEIGHT, "as_typed": list(AS_TYPED), "min_pattern": MIN_PATTERN,
+        "all_kinds": {system: list(kinds) for system, kinds in ALL_KINDS.items()}, "as_typed": list(AS_TYPED),
     }
-    literal = json.dumps(settings, sort_keys=True).replace("'", "''")
+    literal = json.dumps(names, sort_keys=True).replace("'", "''")
     return f"""
--- The numbers and names of the code finder (medrag_find_codes in sql/finder.sql), rendered by medrag/codes/finder.py
--- from the modules that name and measure them; the calibration is data/confidence_model.json.
-CREATE OR REPLACE FUNCTION medrag_code_finder_settings()
+-- The names of the code finder (medrag_find_codes in sql/finder.sql), rendered by medrag/codes/finder.py; its numbers
+-- are medrag_settings() (medrag/core/tuning.py).
+DROP FUNCTION IF EXISTS medrag_code_finder_settings();
+CREATE OR REPLACE FUNCTION medrag_code_finder_names()
 RETURNS jsonb
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$

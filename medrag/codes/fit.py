@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from medrag.codes.consolidate import CALIBRATION_INPUTS
 from medrag.codes.evaluation import DevTerm
 from medrag.codes.finder import CodeFinder
 from medrag.core.logistic import fit_logistic, log_loss
+from medrag.core.tuning import CALIBRATION_INPUTS
 
 # L2 penalty on the weights (not the intercept), in units of the summed log-likelihood.
 L2_PENALTY = 1.0

@@ -1,8 +1,8 @@
 """What the code finder reads around its search: the loaded releases, whether code documents have vectors, and
-the limits of its lookups.
+the code systems' document sources.
 
 The lookups themselves are SQL functions (medrag_code_*_leg in sql/codes.sql), which medrag_find_codes
-(sql/finder.sql) runs round by round; their limits are named here and rendered into its settings.
+(sql/finder.sql) runs round by round; their limits are in medrag_settings() (medrag/core/tuning.py).
 """
 
 from __future__ import annotations
@@ -15,13 +15,6 @@ from sqlalchemy import Connection, Engine, text
 from medrag.codes.classify import HCPCS, ICD10CM
 
 DOCUMENT_SOURCE = {ICD10CM: "icd10cm", HCPCS: "hcpcs"}
-LEG_LIMIT = 50
-# Minimum trigram similarity for a spelling correction ("tuberculosus" -> "tuberculosis" is 0.62, "pnuemonia"
-# -> "pneumonia" 0.43). The correction is the release's description word (medrag_code_word) similar enough that is
-# the fewest edits away ("therepy": therapy, not "there", the nearer by trigrams), then the commonest
-# ("tuberculosus": tuberculosis in 71 descriptions, not tuberculous in 13), then the most similar.
-SPELLING_MIN_SIMILARITY = 0.4
-CHILDREN_LIMIT = 200
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ from sqlalchemy import Connection, Engine, text
 
 from medrag.codes.classify import (
     QUALIFIER_WORDS,
-    SEARCH_THRESHOLD,
     SYSTEMS,
     Classification,
     classification_from,
@@ -29,10 +28,8 @@ COMPOUND = "compound"  # the typed word as the corpus writes it, hyphenated ("ch
 SYNONYM = "synonym"
 SPELLING = "spelling"
 # A corrected word is less certain than one the user typed.
-ORIGIN_WEIGHT = {TYPED: 1.0, COMPOUND: 1.0, SYNONYM: 1.0, SPELLING: 0.9}
 # The origins of the words as typed: the lookups search another wording of a concept once it has one.
 AS_TYPED = (TYPED, COMPOUND)
-MIN_PATTERN = 3  # the trigram index needs three characters
 # A negation ("fatty liver not caused by alcohol", "shoulder pain, no injury") reaches from its cue to the end of the
 # clause: a comma or other stop, or a word that starts another clause. "without" is not a cue here: codes say it
 # too ("Vomiting without nausea"), and their "without" clauses are matched as written (sql/codes.sql);
@@ -141,9 +138,9 @@ AS $$
         SELECT ARRAY(SELECT jsonb_array_elements_text(classification -> 'words')) AS words,
                medrag_code_synonyms() AS entries,
                medrag_negated_words(term_text) AS negated,
-               -- more than one system heard: scoring {SEARCH_THRESHOLD} or more (every system when none does)
+               -- more than one system heard: scoring classify_threshold or more (every system when none does)
                (SELECT count(*) FROM jsonb_each_text(classification -> 'scores') AS s(system, score)
-                WHERE s.score::float8 >= {SEARCH_THRESHOLD}) <> 1 AS heard_more
+                WHERE s.score::float8 >= (SELECT classify_threshold FROM medrag_settings())) <> 1 AS heard_more
     ),
     match AS (SELECT m.* FROM input, medrag_code_synonym_matches(input.words) AS m),
     span AS (

@@ -1,24 +1,24 @@
 """SQL rendered from the Python definitions it must agree with: `medrag db migrate` installs it with sql/*.sql.
 
-One script, `generated.sql` in medrag_sql_script, hash-checked like the hand-written ones: identifier shapes and
-the code sets' names (medrag.core.identifiers), the search's tuned numbers (medrag.retrieval.settings), the code
-finder's scoring numbers and word lists (medrag.codes.consolidate), its synonym table (medrag.codes.synonyms),
-classification (medrag.codes.classify) and term analysis (medrag.codes.terms), and the document kinds with their
-search groups and vector indexes (medrag.core.registry). A new document kind needs no SQL edit here.
+One script, `generated.sql` in medrag_sql_script, hash-checked like the hand-written ones: every ranking and
+threshold number (medrag.core.tuning), identifier shapes and the code sets' names (medrag.core.identifiers), the
+code finder's word lists (medrag.codes.consolidate) and names (medrag.codes.finder), its synonym table
+(medrag.codes.synonyms), classification (medrag.codes.classify) and term analysis (medrag.codes.terms), and the
+document kinds with their search groups and vector indexes (medrag.core.registry). A new document kind needs no SQL
+edit here.
 """
 
 from __future__ import annotations
 
-from medrag.check.settings import check_settings_sql
 from medrag.codes.classify import classification_sql
-from medrag.codes.consolidate import code_settings_sql
-from medrag.codes.finder import finder_settings_sql
+from medrag.codes.consolidate import code_words_sql
+from medrag.codes.finder import finder_names_sql
 from medrag.codes.synonyms import synonyms_sql
 from medrag.codes.terms import term_query_sql
 from medrag.core.identifiers import code_shapes_sql, default_cue_sql, identifiers_sql, named_code_set_sql
 from medrag.core.registry import CODE_GROUP, POLICY_GROUP, document_kinds
 from medrag.core.synonyms import synonym_rows_sql
-from medrag.retrieval.settings import search_settings_sql
+from medrag.core.tuning import settings_sql
 
 GENERATED_SCRIPT = "generated.sql"
 
@@ -94,7 +94,6 @@ $$;
 
 def generated_script() -> str:
     """The whole generated script, in the order its functions are best read."""
-    return "\n".join((identifiers_sql(), code_shapes_sql(), named_code_set_sql(), default_cue_sql(),
-                      search_settings_sql(), document_group_sql(), nearest_sql(), code_settings_sql(),
-                      synonym_rows_sql(), synonyms_sql(), classification_sql(), term_query_sql(),
-                      finder_settings_sql(), check_settings_sql()))
+    return "\n".join((settings_sql(), identifiers_sql(), code_shapes_sql(), named_code_set_sql(), default_cue_sql(),
+                      document_group_sql(), nearest_sql(), code_words_sql(), synonym_rows_sql(), synonyms_sql(),
+                      classification_sql(), term_query_sql(), finder_names_sql()))
