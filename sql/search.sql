@@ -493,7 +493,7 @@ $$;
 -- other group's first document second (or fourth when the lead is sure). Exact identifiers rank first; at most two
 -- chunks per document, every second chunk after every first one; score is the document's fused RRF score (its best
 -- chunk in each leg; a code's fit added, +1 for an exact identifier). query_embedding may be NULL (full text only).
--- medrag_search (sql/finder.sql) calls it, then lets the code finder choose the codes of its code slots.
+-- medrag_search (below) calls it, then lets the code finder choose the codes of its code slots.
 CREATE OR REPLACE FUNCTION medrag_search_documents(query_embedding vector, query_text text, k integer DEFAULT NULL,
                                                    filters jsonb DEFAULT '{}'::jsonb)
 RETURNS TABLE (rank integer, score double precision, chunk_id bigint, document_id bigint, source text, key text,

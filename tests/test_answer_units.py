@@ -7,11 +7,12 @@ from sqlalchemy import text
 
 from medrag.answer.context import ContextSource
 from medrag.answer.evidence import Evidence
-from medrag.answer.extractive import ANSWER_WORDS, extractive_answer
+from medrag.answer.extractive import extractive_answer
 from medrag.answer.reading import ChunkRead, merge_chunks
 from medrag.answer.scoring import question_kind, rank_units, unit_pool
 from medrag.answer.units import ITEM, LIST, SENTENCE, document_units, line_units
 from medrag.answer.validate import Validator
+from medrag.core import tuning
 from medrag.retrieval.search import Hit
 
 NCD_TEXT = """A. General
@@ -249,7 +250,7 @@ Sprocket therapy is covered in the home setting."""
     assert quoted.startswith("Sprocket therapy is covered for beneficiaries who meet all of the following criteria:\n")
     assert quoted.count("all of the following criteria") == 1
     assert [line.split()[2] for line in quoted.split("\n")[1:]] == [f"{n}:" for n in range(1, 11)]
-    assert sum(len(text.split()) for text in answer) > ANSWER_WORDS
+    assert sum(len(text.split()) for text in answer) > tuning.value("answer_words")
 
 
 def test_a_code_question_gets_the_listed_codes_together_as_one_quote(indexed_engine):

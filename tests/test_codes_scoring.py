@@ -1,4 +1,5 @@
-"""The code finder's scoring in PostgreSQL (medrag_score_codes, sql/codes.sql) on real codes of the loaded releases."""
+"""The code finder's scoring in PostgreSQL (medrag_code_features and medrag_score_codes, sql/finder_features.sql
+and sql/finder_score.sql) on real codes of the loaded releases."""
 
 from __future__ import annotations
 

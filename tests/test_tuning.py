@@ -10,7 +10,8 @@ from sqlalchemy import create_engine, text
 
 from medrag.core import tuning
 
-RANKING_SQL = ("search.sql", "codes.sql", "finder.sql")
+RANKING_SQL = ("search.sql", "finder.sql", "finder_analysis.sql", "finder_candidates.sql", "finder_features.sql",
+               "finder_score.sql", "finder_reflect.sql", "finder_choice.sql")
 SQL_DIR = Path(__file__).parents[1] / "sql"
 # Helpers whose job is a unit or a display, not a ranking: their names say the number they hold.
 UNIT_HELPERS = {"medrag_round3": "rounds to 3 places as Python does (2^62 scales a float exactly)",
@@ -91,7 +92,8 @@ def stray_numbers(sql: str) -> list[tuple[str, str, str]]:
 
 
 def test_the_ranking_sql_holds_no_number_but_the_registrys() -> None:
-    """Every ranking and threshold number of sql/search.sql, codes.sql and finder.sql is read from medrag_settings()."""
+    """Every ranking and threshold number of sql/search.sql and the code finder's sql/finder*.sql is read from
+    medrag_settings()."""
     stray = [(file, *item) for file in RANKING_SQL for item in stray_numbers((SQL_DIR / file).read_text())]
     assert stray == []
 

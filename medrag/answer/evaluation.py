@@ -127,6 +127,7 @@ class QuestionOutcome:
     cited_keys: list[str]
     timings_ms: dict[str, float]
     answer: str
+    gate_probability: float | None = None
 
     @property
     def facts_stated(self) -> list[bool]:
@@ -226,7 +227,8 @@ class EvalReport:
                  "degraded": o.degraded, "expected_keys": list(o.question.expected_keys), "cited_keys": o.cited_keys,
                  "sentences": o.sentences, "passed": o.passed, "invented_codes": o.invented_generated,
                  "answer": o.answer, "type": o.question.type, "facts": list(o.question.facts),
-                 "facts_stated": o.facts_stated, "timings_ms": o.timings_ms}
+                 "facts_stated": o.facts_stated, "gate_probability": o.gate_probability,
+                 "timings_ms": o.timings_ms}
                 for o in self.outcomes
             ],
         }
@@ -259,7 +261,7 @@ def evaluate(engine: Engine, questions: list[DevQuestion], *, settings: Settings
             invented_generated=[code for check in result.checks for code in check.invented_codes],
             invented_shown=[code for check in result.sentences for code in check.invented_codes],
             cited_keys=[f"{source.source}:{source.key}" for source in result.cited_sources],
-            timings_ms=result.timings_ms, answer=result.answer,
+            timings_ms=result.timings_ms, answer=result.answer, gate_probability=result.gate_probability,
         ))
     return EvalReport(outcomes, used_backend, model)
 

@@ -2,7 +2,7 @@
 
 Deterministic and quoting only: every unit (a sentence, a list with its lead-in, one item with its lead-in) is copied
 verbatim from the document it cites, so it cannot claim what the sources do not say. The units come scored
-(medrag.answer.scoring); the answer is a direct first sentence, then the best others up to ANSWER_WORDS, plus the
+(medrag.answer.scoring); the answer is a direct first sentence, then the best others up to answer_words, plus the
 criteria list an eligibility question asks for, with no two units that say the same thing.
 """
 
@@ -18,30 +18,11 @@ from medrag.answer.scoring import CODE_QUESTION, CONDITION_TYPES, ScoredUnit, st
 from medrag.answer.structured import DraftSentence
 from medrag.answer.units import ITEM, LIST, LISTING, SENTENCE
 from medrag.answer.validate import STOPWORDS, Validator, content_words, stem
+from medrag.core import tuning
 from medrag.core.words import CONTENT_WORD
 
-# A readable answer: about this many words, plus the criteria list the question asks for.
-ANSWER_WORDS = 150
-# The sources answer the question only when their best unit has at least ANSWERABLE_PROBABILITY of stating a
-# required fact (else the answer is a refusal); then a unit is quoted when it has at least MIN_PROBABILITY and
-# RELATIVE_PROBABILITY of the best one's. Chosen on answers_dev.jsonl (docs/evaluation.md), fact recall / refusal
-# accuracy: one floor for both at 0.1, 0.15, 0.2: 0.893 / 0.976, 0.876 / 0.988, 0.833 / 0.988; the gate at 0.15
-# with quoting from 0.05 or 0.1: 0.871 / 0.988, 0.893 / 0.988. Again on all 119 dev questions (refitted scorer): the
-# gate at 0.1, 0.12, 0.15, 0.18, 0.2: refusal accuracy 0.958, 0.966, 0.975, 0.975, 0.958 (fact recall 0.889, and
-# 0.872 at 0.2); RELATIVE_PROBABILITY 0.15 / 0.2 / 0.25 / 0.3 / 0.35: 0.893, 0.893, 0.889, 0.889, 0.875 (one
-# question between 0.2 and 0.25: kept).
-ANSWERABLE_PROBABILITY = 0.15
-MIN_PROBABILITY = 0.1
-RELATIVE_PROBABILITY = 0.25
-# What a question asks to be listed (one document's criteria lists, an LCD's codes) is quoted beyond ANSWER_WORDS,
-# up to this many words of it. Chosen on answers_dev.jsonl, fact recall / longest answer in words: on its first 83
-# questions 150 0.919 / 299, 250 0.941 / 400, 350 0.941 / 480, 500 0.941 / 605, unbounded 0.941 / 976; on all 99
-# (the scorer refitted) 150 0.887 / 305, 250 0.904 / 400, 350 0.900 / 494; on all 119 (refitted) 150 0.862 / 304,
-# 250 0.889 / 395, 350 0.886 / 494. Keying the allowance on one lead-in rather than on the document: 0.878 of 99
-# (holdout 0.770 against 0.784).
-ASKED_LIST_WORDS = 250
-# Two units whose content words overlap this much say the same thing.
-SAME_THING = 0.8
+# Its numbers are the registry's (medrag/core/tuning.py): answer_words, asked_list_words, the refusal gate
+# answerable_probability, the quoting floors min_probability and relative_probability, and same_thing.
 
 
 def _lines(item: ScoredUnit) -> set[str]:
@@ -86,7 +67,7 @@ def _redundant(item: ScoredUnit, chosen: list[ScoredUnit]) -> bool:
         if item.unit.text in other.unit.text or other.unit.text in item.unit.text:
             return True  # a sentence an item already quotes
         other_words = set(content_words(other.unit.text))
-        if len(words & other_words) / max(1, len(words | other_words)) > SAME_THING:
+        if len(words & other_words) / max(1, len(words | other_words)) > tuning.value("same_thing"):
             return True
     return False
 
@@ -140,14 +121,14 @@ def _merge_items(chosen: list[ScoredUnit]) -> list[tuple[ContextSource, int, str
 
 def extractive_answer(pool: list[ScoredUnit], validator: Validator, *, max_sentences: int,
                       question_type: str | None = None) -> list[DraftSentence]:
-    """A direct first sentence, then the best other units within ANSWER_WORDS (the criteria list of a question about
+    """A direct first sentence, then the best other units within answer_words (the criteria list of a question about
     conditions beyond them), each citing its document; the first stays first, the others in document order."""
     if not pool:
         return []
     best = max(item.probability for item in pool)
-    if best < ANSWERABLE_PROBABILITY:
+    if best < tuning.value("answerable_probability"):
         return []
-    floor = max(MIN_PROBABILITY, RELATIVE_PROBABILITY * best)
+    floor = max(tuning.value("min_probability"), tuning.value("relative_probability") * best)
     ranked = [item for item in sorted(pool, key=lambda item: -item.probability) if item.probability >= floor]
     # the direct first sentence comes from the document the best unit stands in; to "is X covered?", it is that
     # document's coverage statement where it has one
@@ -176,9 +157,9 @@ def extractive_answer(pool: list[ScoredUnit], validator: Validator, *, max_sente
         asked = _asked_list(item, question_type)
         # what is asked to be listed is quoted whole: its first unit and every other one of it
         beyond_budget = (asked is not None and asked_list in (None, asked)
-                         and asked_words + item.unit.words <= ASKED_LIST_WORDS)
+                         and asked_words + item.unit.words <= tuning.value("asked_list_words"))
         size = item.unit.words - (len(lead[1].split()) if lead in leads else 0)
-        if not beyond_budget and chosen and words + size > ANSWER_WORDS:
+        if not beyond_budget and chosen and words + size > tuning.value("answer_words"):
             continue
         if not validator.check(DraftSentence(item.unit.text, [item.source.n])).passed:
             continue  # e.g. a source sentence naming a code the tables do not have

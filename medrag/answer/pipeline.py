@@ -65,6 +65,9 @@ class AskResult:
     refusal_reason: str | None = None
     degraded: bool = False
     degraded_reason: str | None = None
+    # the refusal gate's evidence: the best unit's probability of stating a required fact, for a question that reached
+    # it (sources found, not a sum of money they cannot name, no word the corpus lacks); None otherwise
+    gate_probability: float | None = None
     validation: dict[str, Any] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
     log_id: int | None = None
@@ -274,6 +277,8 @@ def _answer(engine: Engine, question: str, settings: Settings, embedder: Any, fi
     unknown: list[str] = []
     if backend == "extractive":
         unknown = unknown_words(engine, question, result.sources, getattr(embedder, "knows_word", None))
+        if not unknown and result.units:
+            result.gate_probability = max(item.probability for item in result.units)
         drafts = [] if unknown else extractive_answer(result.units, validator,
                                                       max_sentences=settings.answer_max_sentences,
                                                       question_type=kind.question_type)

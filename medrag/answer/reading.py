@@ -3,7 +3,8 @@
 Search ranks chunks, and a determination's criteria often sit in a chunk that did not rank (the LDCT question finds
 the NCD's background paragraph; its age and pack-year criteria are two chunks further on). A document is "clearly
 about" the question when it is named in it (E0601, NCD 240.2), or when it is a determination or manual whose best
-chunk is as similar to the question as the best accepted one, within FOCUS_MARGIN; at most FOCUS_DOCUMENTS of them.
+chunk is as similar to the question as the best accepted one, within focus_margin; at most focus_documents of them
+(medrag/core/tuning.py).
 Those are read whole; the others through the chunks that were accepted.
 """
 
@@ -16,13 +17,11 @@ from itertools import groupby
 from sqlalchemy import Engine, text
 
 from medrag.answer.evidence import Evidence
+from medrag.core import tuning
 from medrag.core.registry import code_kind_names
 from medrag.retrieval.search import vector_literal
 
 CODE_SOURCES = code_kind_names()
-# Chosen on answers_dev.jsonl by fact recall (docs/evaluation.md): 0.03 and 0.05 gave 0.731, 0.08 0.773, 0.12 0.778.
-FOCUS_MARGIN = 0.12
-FOCUS_DOCUMENTS = 2
 # A shorter head shared by two chunks ("- A", "Note:") is as likely a coincidence as the chunker's overlap.
 MIN_OVERLAP_CHARS = 12
 
@@ -67,9 +66,9 @@ def focus_documents(evidence: list[Evidence]) -> set[int]:
     top = max(item.similarity for item in policy)
     near: list[int] = []
     for item in sorted(policy, key=lambda item: -item.similarity):
-        if item.similarity >= top - FOCUS_MARGIN and item.hit.document_id not in near:
+        if item.similarity >= top - tuning.value("focus_margin") and item.hit.document_id not in near:
             near.append(item.hit.document_id)
-    return named | set(near[:FOCUS_DOCUMENTS])
+    return named | set(near[:tuning.value("focus_documents")])
 
 
 _CHUNKS_SQL = text("""

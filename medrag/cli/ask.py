@@ -200,4 +200,30 @@ def fit_answers(questions_file: Path, out_file: Path | None) -> None:
                + f", intercept {model['intercept']:+.2f}; log loss {model['log_loss']:.3f} -> {out_file or MODEL_PATH}")
 
 
+@eval_group.command("fit-refusal")
+@click.option("--questions", "questions_file", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="JSONL dev set with answerable and unanswerable questions (never a holdout).")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Where the fitted gate is written (default: the one the registry reads).")
+def fit_refusal(questions_file: Path, out_file: Path | None) -> None:
+    """Fit the extractive answer's refusal gate (answerable_probability) on the dev set's questions."""
+    from medrag.answer.evaluation import evaluate, load_questions
+    from medrag.answer.gate import gate_rows, write_gate
+    from medrag.core.tuning import HAND_SET_ANSWERABLE_PROBABILITY, REFUSAL_GATE_FILE
+
+    settings = load_settings()
+    engine, embedder = get_engine(settings), query_embedder()
+    report = evaluate(engine, load_questions(questions_file), settings=settings, embedder=embedder,
+                      backend="extractive")
+    rows = gate_rows(report.as_json()["questions"])
+    if not rows:
+        raise MedragError(f"{questions_file}: no question reached the refusal gate; nothing to fit")
+    target = out_file or REFUSAL_GATE_FILE
+    model = write_gate(rows, questions_file, target, HAND_SET_ANSWERABLE_PROBABILITY)
+    click.echo(f"{model['questions']} questions at the gate ({model['answerable']} answerable): threshold "
+               f"{model['threshold']} (margin {model['margin']}) puts {model['on_their_side']} on their side, the "
+               f"hand-set {model['hand_set']} {model['on_their_side_hand_set']} -> {target}; "
+               "`medrag db migrate` is not needed: the answer reads it at start")
+
+
 COMMANDS = [ask_command, log_group]

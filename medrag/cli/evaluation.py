@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 
 from medrag.core.db import get_engine
 from medrag.core.errors import MedragError
-from medrag.core.tuning import apply_overrides, parse_overrides
+from medrag.core.tuning import apply_overrides, override_in_process, parse_overrides
 from medrag.retrieval.evaluation import DEFAULT_KS, Question, evaluate, load_questions
 from medrag.retrieval.search import SearchFilters, search
 
@@ -33,6 +33,7 @@ def overridden_engine(overrides: tuple[str, ...]) -> tuple[Engine, dict[str, str
     settings = parse_overrides(overrides)
     engine = get_engine()
     apply_overrides(engine, settings)
+    override_in_process(settings)
     return engine, settings
 
 

@@ -1,6 +1,6 @@
 """How the code finder weighs its candidates: a score that ranks, a calibrated confidence, tiers.
 
-PostgreSQL scores the candidates (medrag_score_codes in sql/codes.sql, which says what the score weighs) and
+PostgreSQL scores the candidates (medrag_score_codes in sql/finder_score.sql, which says what the score weighs) and
 medrag_find_codes (sql/finder.sql) lists them; the numbers they work by are in the registry (medrag/core/tuning.py,
 medrag_settings()), the word lists here (medrag_code_words()). The confidence shown is the probability that a
 coder accepts the code, from the score and the code's distance to its system's best (Calibration, fitted on the dev
@@ -48,8 +48,8 @@ SIDE_LEXEMES = {"left": "left", "left-sid": "left", "right": "right", "right-sid
 
 
 def code_words_sql() -> str:
-    """medrag_code_words(): the word lists medrag_score_codes (sql/codes.sql) weighs evidence by, rendered from this
-    module into generated.sql (its numbers are medrag_settings())."""
+    """medrag_code_words(): the word lists medrag_code_features (sql/finder_features.sql) weighs evidence by,
+    rendered from this module into generated.sql (its numbers are medrag_settings())."""
     def literal(value: object) -> str:
         return "'" + json.dumps(value).replace("'", "''") + "'::jsonb"
 

@@ -81,8 +81,8 @@ def clean_term(term: str | None) -> str:
     """The term single-spaced; CodeQueryError when it holds control characters, which PostgreSQL cannot take.
 
     What else a query must be (a term neither empty nor too long, top within bounds, known code systems) is checked
-    in one place, medrag_check_code_query (sql/finder.sql), which medrag_find_codes calls: psql, the CLI and the API
-    get the same one-line messages from it.
+    in one place, medrag_check_code_query (sql/finder_analysis.sql), which medrag_find_codes calls: psql, the CLI
+    and the API get the same one-line messages from it.
     """
     cleaned = " ".join((term or "").split())
     if any(unicodedata.category(ch) == "Cc" for ch in cleaned):

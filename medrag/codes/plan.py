@@ -1,8 +1,8 @@
 """What the code finder reads around its search: the loaded releases, whether code documents have vectors, and
 the code systems' document sources.
 
-The lookups themselves are SQL functions (medrag_code_*_leg in sql/codes.sql), which medrag_find_codes
-(sql/finder.sql) runs round by round; their limits are in medrag_settings() (medrag/core/tuning.py).
+The lookups themselves are SQL functions (medrag_code_*_leg in sql/finder_candidates.sql), which the
+finder's candidates stage runs round by round; their limits are in medrag_settings() (medrag/core/tuning.py).
 """
 
 from __future__ import annotations

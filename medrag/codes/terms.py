@@ -5,7 +5,7 @@ disease"), a spelling correction gives "tuberculosus" the wording "tuberculosis"
 one of its wordings' lexemes is in the code's description or inclusion terms, so a term is measured against the
 same concepts however it was broadened. Lexemes come from PostgreSQL's english configuration (the same stemming
 the full-text index uses). PostgreSQL finds the concepts (medrag_code_concepts, rendered here) and works with them
-(medrag_term_lookups, medrag_term_json in sql/finder.sql); analyze_term reads them into Python.
+(medrag_term_lookups, medrag_term_json in sql/finder_analysis.sql); analyze_term reads them into Python.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ SPELLING = "spelling"
 AS_TYPED = (TYPED, COMPOUND)
 # A negation ("fatty liver not caused by alcohol", "shoulder pain, no injury") reaches from its cue to the end of the
 # clause: a comma or other stop, or a word that starts another clause. "without" is not a cue here: codes say it
-# too ("Vomiting without nausea"), and their "without" clauses are matched as written (sql/codes.sql);
+# too ("Vomiting without nausea"), and their "without" clauses are matched as written (sql/finder_features.sql);
 # nor is the "not" of the Tabular's own filler ("not elsewhere classified", "not otherwise specified"), nor a "not
 # enough" (too little of something is a deficiency, which codes name: "anemia from not enough iron"). Run by
 # PostgreSQL (medrag_negated_words), case-insensitive, with \b written \y. The clause is a greedy run of characters

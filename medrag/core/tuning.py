@@ -4,8 +4,8 @@
 (`SET medrag.<name> = value` in psql; `medrag eval ... --set name=value` for a measured run) or its value here.
 Settings of one bundle (the lookups' weights, the tiers, the calibration) are also read together, as one jsonb
 column. Each value keeps the SQL type of the literal it replaced, so the arithmetic (numeric, integer or double
-precision) and therefore every ranking stay exactly as measured. The ranking SQL (sql/search.sql, sql/codes.sql,
-sql/finder.sql) holds no other number: tests/test_tuning.py parses it. Where a number was measured is said in
+precision) and therefore every ranking stay exactly as measured. The ranking SQL (sql/search.sql and the code
+finder's sql/finder*.sql) holds no other number: tests/test_tuning.py parses it. Where a number was measured is said in
 docs/search.md and docs/codes.md; the sweeps behind them are in docs/results/history.md.
 """
 
@@ -27,6 +27,9 @@ DATA = Path(__file__).parents[1] / "data"
 # weights when a fitted ranker was kept (`medrag eval fit-ranker`; absent, the hand-set weights below stand).
 CONFIDENCE_MODEL_FILE = DATA / "confidence_model.json"
 RANKER_MODEL_FILE = DATA / "ranker_model.json"
+# The answer's refusal gate, fitted on the answer dev set by `medrag eval fit-refusal` (absent: the hand-set value).
+REFUSAL_GATE_FILE = DATA / "refusal_gate.json"
+HAND_SET_ANSWERABLE_PROBABILITY = 0.15
 HAND_SET_WEIGHTS = {"lexical": 0.60, "rank": 0.05, "specificity": 0.20, "semantic": 0.15}
 CALIBRATION_INPUTS = ("score_weight", "behind_weight", "best_weight", "intercept")
 SQL_TYPES = ("integer", "numeric", "float8")
@@ -118,6 +121,7 @@ FINDER = (
     _integer("words_leg_max_concepts", 4, "the description-words lookup runs for a term of at most this many "
                                           "concepts"),
     _integer("leg_limit", 50, "codes each lookup returns"),
+    _integer("code_vector_ef_search", 100, "hnsw.ef_search of the code finder's vector lookup (its candidate list)"),
     _integer("children_limit", 200, "billable codes a header is narrowed to at most"),
     _integer("index_entries_per_code", 4, "the Index lookup reads this many entries for each code it returns"),
     _integer("min_pattern", 3, "shortest stem the description-words lookup matches (the trigram index needs three)"),
@@ -186,6 +190,27 @@ def _scoring() -> tuple[Setting, ...]:
     )
 
 
+def _answerable_probability() -> tuple[float, str]:
+    if REFUSAL_GATE_FILE.exists():
+        return float(json.loads(REFUSAL_GATE_FILE.read_text())["threshold"]), "fitted by `medrag eval fit-refusal`"
+    return HAND_SET_ANSWERABLE_PROBABILITY, "hand-set"
+
+
+def _answers() -> tuple[Setting, ...]:
+    gate, how = _answerable_probability()
+    return (
+        _real("answerable_probability", gate, f"the sources answer only when their best unit states a required fact "
+                                              f"with at least this probability, else the answer is refused ({how})"),
+        _real("min_probability", 0.1, "a unit is quoted with at least this probability"),
+        _real("relative_probability", 0.25, "and at least this share of the best unit's"),
+        _real("same_thing", 0.8, "two units whose content words overlap this much say the same thing"),
+        _integer("answer_words", 150, "an extractive answer's words, beyond the list the question asks for"),
+        _integer("asked_list_words", 250, "words of the list a question asks for, quoted beyond answer_words"),
+        _real("focus_margin", 0.12, "a document is read whole when its chunk is this near the best accepted one's"),
+        _integer("focus_documents", 2, "documents read whole at most"),
+    )
+
+
 CHECK = (
     _numeric("check_candidate_share", 0.5,
              "a code is a candidate when it holds this share of the ended code's description words, each word "
@@ -198,7 +223,7 @@ CHECK = (
 @cache
 def settings() -> tuple[Setting, ...]:
     """Every setting, in the order medrag_settings() lists them."""
-    every = (*SEARCH, *SPELLING, *FINDER, *_scoring(), *CHECK)
+    every = (*SEARCH, *SPELLING, *FINDER, *_scoring(), *_answers(), *CHECK)
     names = [setting.name for setting in every]
     assert len(names) == len(set(names)), "a setting is named twice"
     return every
@@ -209,9 +234,17 @@ def _by_name() -> dict[str, Setting]:
     return {setting.name: setting for setting in settings()}
 
 
+# This process's --set overrides, for the settings Python reads (the answer's): SQL reads a session's own.
+_PROCESS_OVERRIDES: dict[str, str] = {}
+
+
 def value(name: str) -> Any:
-    """A setting's value (KeyError for a name that is none)."""
-    return _by_name()[name].value
+    """A setting's value, or this process's override of it (KeyError for a name that is none)."""
+    setting = _by_name()[name]
+    typed = _PROCESS_OVERRIDES.get(name)
+    if typed is None:
+        return setting.value
+    return int(typed) if setting.sql_type == "integer" else float(typed)
 
 
 def bundle(name: str) -> dict[str, Any]:
@@ -239,6 +272,12 @@ def parse_overrides(pairs: list[str] | tuple[str, ...]) -> dict[str, str]:
             raise SettingOverrideError(f"--set {pair!r}: {setting.name} takes {kind}") from None
         overrides[setting.name] = typed.strip()
     return overrides
+
+
+def override_in_process(overrides: dict[str, str]) -> None:
+    """This process's Python readers of the settings see these values (an eval run's --set)."""
+    _PROCESS_OVERRIDES.clear()
+    _PROCESS_OVERRIDES.update(overrides)
 
 
 def apply_overrides(engine: Engine, overrides: dict[str, str]) -> None:

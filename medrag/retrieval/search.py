@@ -205,7 +205,7 @@ def search(
 ) -> SearchResult:
     """Ranked hits for a query: exact identifiers first, then RRF of vector, full-text and trigram matches.
 
-    The code documents among the hits are the code finder's (medrag_search in sql/finder.sql): a search lists codes
+    The code documents among the hits are the code finder's (medrag_search in sql/search.sql): a search lists codes
     as `medrag codes` ranks them.
     """
     started = time.perf_counter()

@@ -5,9 +5,9 @@ Two kinds of change, each applied its own way:
 - Tables, columns, indexes, triggers and data fixes live in the revisions of `migrations/versions/`, each written
   out in full: a revision never reads a file that may have changed since it was written.
 - The analyst SQL surface (views, search and code-scoring functions, the medrag_reader role's grants) lives in
-  `sql/views.sql`, `sql/search.sql`, `sql/codes.sql` and `sql/roles.sql`, and in `generated.sql`, rendered from the
-  Python rules SQL must share (medrag.schema.generated_sql): functions, views and the synonym table's rows
-  (medrag_synonym, written whole from medrag/data/synonyms.csv). `upgrade` applies them
+  `sql/views.sql`, `sql/search.sql`, the code finder's `sql/finder*.sql` and `sql/roles.sql`, and in
+  `generated.sql`, rendered from the Python rules SQL must share (medrag.schema.generated_sql): functions, views
+  and the synonym table's rows (medrag_synonym, written whole from medrag/data/synonyms.csv). `upgrade` applies them
   after the revisions, once the database is at head, as Flyway applies repeatable scripts: in one transaction, only
   when one of them differs from what medrag_sql_script recorded (by SHA-256), and then all of them in order, since a
   function re-created by search.sql loses the rights roles.sql gave it.
@@ -45,8 +45,10 @@ SQL_DIR = Path(str(resources.files("medrag.sql")))
 
 # views.sql first and roles.sql last: roles.sql grants on the views and makes search.sql's functions SECURITY DEFINER.
 # generated.sql is rendered from the Python definitions it must agree with (medrag.schema.generated_sql).
-REPEATABLE_SCRIPTS = ("views.sql", "generated.sql", "search.sql", "codes.sql", "finder.sql", "check.sql",
-                      "changes.sql", "roles.sql")
+# The code finder is one file per stage (sql/finder.sql says which), after the helpers and composition they share.
+REPEATABLE_SCRIPTS = ("views.sql", "generated.sql", "search.sql", "finder.sql", "finder_analysis.sql",
+                      "finder_candidates.sql", "finder_features.sql", "finder_score.sql", "finder_reflect.sql",
+                      "finder_choice.sql", "check.sql", "changes.sql", "roles.sql")
 READER_ROLE = "medrag_reader"
 _CREATED_FUNCTION = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+(\w+)", re.IGNORECASE)
 _CREATED_VIEW = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?VIEW\s+(\w+)", re.IGNORECASE)
