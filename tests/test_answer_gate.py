@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -34,14 +33,19 @@ def test_the_stored_gate_refits_from_its_rows_and_is_the_registrys() -> None:
     assert tuning.value("answerable_probability") == stored["threshold"]
 
 
-def test_fit_refusal_writes_the_gate_fitted_on_the_questions(cli, tmp_path) -> None:
-    dev = Path(__file__).resolve().parents[1] / "eval" / "answers_dev.jsonl"
-    chosen = [line for line in dev.read_text().splitlines() if line.strip()][:6]
+def test_fit_refusal_writes_the_gate_fitted_on_the_questions(indexed_engine, cli, tmp_path) -> None:
     questions = tmp_path / "few.jsonl"
-    questions.write_text("\n".join(chosen) + "\n")
+    questions.write_text("\n".join(json.dumps(row) for row in [
+        {"id": "oxygen", "question": "Does Medicare cover home oxygen therapy for a patient with low blood oxygen?",
+         "answerable": True, "expected_keys": ["ncd:240.2"], "type": "coverage"},
+        {"id": "cpap", "question": "Is CPAP therapy covered for obstructive sleep apnea?", "answerable": True,
+         "expected_keys": ["ncd:240.4"], "type": "coverage"},
+        {"id": "weather", "question": "Will it rain in Baltimore tomorrow?", "answerable": False},
+    ]) + "\n")
     out = tmp_path / "gate.json"
     code, stdout, stderr = cli("eval", "fit-refusal", "--questions", str(questions), "--out", str(out))
     assert code == 0, stderr
     gate = json.loads(out.read_text())
-    assert gate["set"] == "few.jsonl" and 0 < gate["questions"] <= 6 and len(gate["rows"]) == gate["questions"]
+    assert gate["set"] == "few.jsonl" and 1 <= gate["questions"] <= 3 and len(gate["rows"]) == gate["questions"]
+    assert "oxygen" in {row[0] for row in gate["rows"]}
     assert 0.0 < gate["threshold"] < 1.0 and f"-> {out}" in stdout

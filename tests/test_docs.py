@@ -235,7 +235,8 @@ def answers_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str,
             refused=not answered, refusal_reason=None if answered else "insufficient_evidence", degraded=False,
             checks=[sentence] if answered else [], sentences=[sentence] if answered else [],
             cited_sources=[SimpleNamespace(source="ncd", key="240.2")] if answered else [], timings_ms=timings,
-            answer="Home oxygen is covered when ... [1]" if answered else "", model=None, backend="extractive")
+            answer="Home oxygen is covered when ... [1]" if answered else "", model=None, backend="extractive",
+            gate_probability=0.6 if answered else None)
 
     monkeypatch.setattr(cli_ask, "get_engine", lambda *_args: None)
     monkeypatch.setattr(cli_ask, "query_embedder", lambda: None)

@@ -43,7 +43,7 @@ def test_settings_read_numbers_and_defaults(monkeypatch) -> None:
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        ("rrf=30", "no search setting 'rrf'; choose from rrf_k, pool_per_k"),
+        ("rrf=30", "--set 'rrf=30': no setting 'rrf'; `SELECT * FROM medrag_settings()` lists them"),
         ("rrf_k=thirty", "--set 'rrf_k=thirty': rrf_k takes a whole number"),
         ("fit_weight=high", "--set 'fit_weight=high': fit_weight takes a number"),
     ],
