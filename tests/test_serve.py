@@ -421,8 +421,11 @@ def test_a_token_is_required_on_every_route_but_health_when_set(settings, state)
             assert httpx.get(f"{base_url}{path}").status_code == 200, path
 
 
-def test_the_rate_limit_answers_429_with_retry_after(settings, state):
-    limited = dataclasses.replace(settings, api_rate=3)
+@pytest.mark.parametrize("store", ["database", "process"])
+def test_the_rate_limit_answers_429_with_retry_after(settings, state, indexed_engine, store):
+    with indexed_engine.begin() as conn:  # the shared buckets: this client's starts full
+        conn.execute(text("DELETE FROM medrag_rate_bucket"))
+    limited = dataclasses.replace(settings, api_rate=3, api_rate_store=store)
     with running_app(create_app(limited, state)) as base_url:
         statuses = [httpx.get(f"{base_url}/releases").status_code for _ in range(4)]
         assert statuses == [200, 200, 200, 429]

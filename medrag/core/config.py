@@ -52,6 +52,9 @@ def _env_int(name: str, default: int) -> int:
     return int(_env_number(name, default, int))
 
 
+RATE_STORES = ("database", "process")
+
+
 def _env_choice(name: str, choices: tuple[str, ...], default: str) -> str:
     raw = os.environ.get(name) or default
     if raw not in choices:
@@ -101,6 +104,9 @@ class Settings:
     # (0: no limit).
     api_token: str | None = None
     api_rate: int = 0
+    # Where the rate limit's buckets live: "database" (one table every server process and replica shares) or
+    # "process" (each process's memory: one process only, no database write per request).
+    api_rate_store: str = "database"
     # `medrag serve` behind a proxy: the path prefix it serves under ("/medrag"), the proxies whose
     # X-Forwarded-For / -Proto headers are believed (comma-separated addresses; none: no header is), and the seconds
     # between keep-alive comments of a streamed answer.
@@ -176,6 +182,7 @@ def load_settings() -> Settings:
         dask_address=os.environ.get("MEDRAG_DASK_ADDRESS") or None,
         api_token=os.environ.get("MEDRAG_API_TOKEN") or None,
         api_rate=_env_rate("MEDRAG_API_RATE"),
+        api_rate_store=_env_choice("MEDRAG_API_RATE_STORE", RATE_STORES, "database"),
         root_path=_env_root_path("MEDRAG_ROOT_PATH"),
         trusted_proxies=os.environ.get("MEDRAG_TRUSTED_PROXIES") or None,
         sse_keepalive=_env_positive("MEDRAG_SSE_KEEPALIVE", 15.0),

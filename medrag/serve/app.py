@@ -22,13 +22,22 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import DBAPIError
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from medrag.codes.finder import DEFAULT_TOP, MAX_TOP
 from medrag.core.config import Settings, load_settings
-from medrag.core.db import DatabaseUnavailable
+from medrag.core.db import DatabaseUnavailable, get_engine
 from medrag.core.errors import MedragError, unreachable_message
-from medrag.serve.guard import MAX_BODY_BYTES, PROBLEM_TYPE, BodyLimit, RateLimiter, problem_body, token_matches
+from medrag.serve.guard import (
+    MAX_BODY_BYTES,
+    PROBLEM_TYPE,
+    BodyLimit,
+    RateLimiter,
+    SharedRateLimiter,
+    problem_body,
+    token_matches,
+)
 from medrag.serve.metrics import ServerMetrics
 from medrag.serve.schemas import (
     AskRequest,
@@ -112,17 +121,37 @@ def _client(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
+def _rate_limiter(settings: Settings) -> RateLimiter | SharedRateLimiter | None:
+    """The rate limit MEDRAG_API_RATE asks for, its buckets where MEDRAG_API_RATE_STORE says (none at rate 0)."""
+    if not settings.api_rate:
+        return None
+    if settings.api_rate_store == "process":
+        return RateLimiter(settings.api_rate)
+    return SharedRateLimiter(get_engine(settings), settings.api_rate)
+
+
+_LIMIT_UNREADABLE = "the rate limit cannot be read from the database; retry shortly"
+
+
+async def _wait_seconds(limiter: RateLimiter | SharedRateLimiter, client: str) -> int:
+    """The limiter's answer, off the event loop (the shared one is a database write); -1 when its database is
+    unreachable, which the front door answers with a 503."""
+    try:
+        return await run_in_threadpool(limiter.wait_seconds, client)
+    except (DatabaseUnavailable, DBAPIError) as error:
+        log.warning("rate limit: %s", _one_line(error))
+        return -1
+
+
 def create_app(settings: Settings | None = None, state: ServeState | None = None) -> FastAPI:
     """The FastAPI application: routes, error handlers, token and rate limit, metrics, the page."""
     settings = settings or load_settings()
     state = state or ServeState(settings)
     metrics = ServerMetrics()
-    limiter = RateLimiter(settings.api_rate) if settings.api_rate else None
+    limiter = _rate_limiter(settings)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):  # noqa: ANN202 - FastAPI's lifespan protocol
-        from starlette.concurrency import run_in_threadpool
-
         await run_in_threadpool(state.load)
         yield
         state.close()
@@ -145,9 +174,10 @@ def create_app(settings: Settings | None = None, state: ServeState | None = None
                                                                     settings.api_token):
                 response = problem(401, "a bearer token is required: Authorization: Bearer <token>", path,
                                    {"WWW-Authenticate": "Bearer"})
-            elif guarded and limiter is not None and (wait := limiter.wait_seconds(_client(request))):
-                response = problem(429, f"rate limit of {settings.api_rate} requests per minute reached; "
-                                        f"retry in {wait} s", path, {"Retry-After": str(wait)})
+            elif guarded and limiter is not None and (wait := await _wait_seconds(limiter, _client(request))):
+                response = (problem(429, f"rate limit of {settings.api_rate} requests per minute reached; "
+                                         f"retry in {wait} s", path, {"Retry-After": str(wait)}) if wait > 0
+                            else problem(503, _LIMIT_UNREADABLE, path))
             else:
                 response = await call_next(request)
             return response

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+import itertools
 import json
 import math
 import threading
@@ -10,6 +11,8 @@ import time
 from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
+
+from sqlalchemy import Engine, text
 
 # A question with its filters is well under 16 KB, and the largest POST /check (1,000 claim lines of a code, three
 # modifiers, twelve diagnoses and a state) about 250 KB; anything bigger is a mistake or an attack.
@@ -47,6 +50,30 @@ class RateLimiter:
                 return 0
             self._buckets[client] = (tokens, now)
             return max(1, math.ceil((1.0 - tokens) / rate))
+
+
+class SharedRateLimiter:
+    """The same buckets in PostgreSQL (medrag_take_token): one limit for every server process and replica."""
+
+    # requests between two sweeps of the idle buckets (a bucket idle for a minute is full again)
+    SWEEP_EVERY = 1000
+
+    def __init__(self, engine: Engine, per_minute: int) -> None:
+        self.per_minute = per_minute
+        self._engine = engine
+        self._taken = itertools.count()
+
+    def wait_seconds(self, client: str) -> int:
+        """0 when the client may go ahead (and takes a token), else the whole seconds until it may retry."""
+        with self._engine.begin() as conn:
+            wait = conn.execute(_TAKE_TOKEN, {"client": client, "per_minute": self.per_minute}).scalar_one()
+            if next(self._taken) % self.SWEEP_EVERY == self.SWEEP_EVERY - 1:
+                conn.execute(_FORGET_IDLE)
+        return int(wait)
+
+
+_TAKE_TOKEN = text("SELECT medrag_take_token(:client, :per_minute)")
+_FORGET_IDLE = text("SELECT medrag_forget_idle_buckets()")
 
 
 class BodyLimit:

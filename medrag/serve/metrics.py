@@ -1,10 +1,18 @@
-"""Prometheus metrics of one server process: requests and latency per route, refusals, degraded answers, drops."""
+"""Prometheus metrics of the server: requests and latency per route, refusals, degraded answers, drops.
+
+With several server processes (`medrag serve --workers N`, or gunicorn's), PROMETHEUS_MULTIPROC_DIR names a folder
+where each process writes its values (prometheus_client's multiprocess mode, set before the workers start), and
+/metrics, whichever process answers it, sums them all.
+"""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
+
+MULTIPROCESS_DIR = "PROMETHEUS_MULTIPROC_DIR"
 
 # Latency buckets in seconds: search answers in tens of milliseconds, ask in hundreds, an LLM answer in seconds.
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -44,5 +52,9 @@ class ServerMetrics:
         self.dropped.inc(int((answer.get("validation") or {}).get("dropped", 0)))
 
     def render(self) -> bytes:
-        """The Prometheus text exposition."""
+        """The Prometheus text exposition: this process's metrics, or every worker's summed in multiprocess mode."""
+        if os.environ.get(MULTIPROCESS_DIR):
+            summed = CollectorRegistry()
+            multiprocess.MultiProcessCollector(summed)
+            return generate_latest(summed)
         return generate_latest(self.registry)

@@ -1,0 +1,32 @@
+-- What the API server (medrag serve) keeps in PostgreSQL so that every process and replica shares it. A repeatable
+-- script like sql/search.sql; the table is revision 0030's.
+
+-- Takes one of a client's tokens: 0 when the request may go ahead, else the whole seconds until a token is there.
+-- A client's bucket holds per_minute tokens and refills at per_minute a minute; a new client's starts full. One
+-- statement, the bucket's row locked while it runs, so concurrent requests of a client from several processes take
+-- tokens one after the other. EXCLUDED.seen is the statement's one "now".
+CREATE OR REPLACE FUNCTION medrag_take_token(client text, per_minute integer)
+RETURNS integer
+LANGUAGE sql VOLATILE
+AS $$
+    INSERT INTO medrag_rate_bucket AS b (client, tokens, seen, granted)
+    VALUES (client, per_minute - 1, clock_timestamp(), true)
+    ON CONFLICT ON CONSTRAINT medrag_rate_bucket_pkey DO UPDATE
+    SET granted = least(per_minute, b.tokens + greatest(0, extract(epoch FROM EXCLUDED.seen - b.seen)::float8)
+                                               * per_minute / 60.0) >= 1,
+        tokens = least(per_minute, b.tokens + greatest(0, extract(epoch FROM EXCLUDED.seen - b.seen)::float8)
+                                              * per_minute / 60.0)
+                 - CASE WHEN least(per_minute, b.tokens + greatest(0, extract(epoch FROM EXCLUDED.seen - b.seen)::float8)
+                                                          * per_minute / 60.0) >= 1 THEN 1 ELSE 0 END,
+        seen = EXCLUDED.seen
+    RETURNING CASE WHEN b.granted THEN 0 ELSE greatest(1, ceil((1 - b.tokens) * 60.0 / per_minute))::integer END
+$$;
+
+-- Forgets the buckets of clients idle for a minute or more (full again by then: forgetting changes nothing).
+CREATE OR REPLACE FUNCTION medrag_forget_idle_buckets()
+RETURNS integer
+LANGUAGE sql VOLATILE
+AS $$
+    WITH gone AS (DELETE FROM medrag_rate_bucket WHERE seen < clock_timestamp() - interval '1 minute' RETURNING 1)
+    SELECT count(*)::integer FROM gone
+$$;
