@@ -174,11 +174,13 @@ def ask(
     route: str | None = None,
     client_address: str | None = None,
     unit_model: dict[str, Any] | None = None,
+    log_engine: Engine | None = None,
 ) -> AskResult:
     """Answer a question from the corpus with cited, validated sentences (or refuse), and audit it.
 
     route and client_address name the HTTP route and caller when the question came through `medrag serve`;
-    unit_model replaces the fitted unit scorer (medrag.answer.scoring) while it is being fitted.
+    unit_model replaces the fitted unit scorer (medrag.answer.scoring) while it is being fitted; log_engine is where
+    the query log is written when engine reads a replica (DATABASE_READ_URL).
     """
     clock = _Clock()
     filters = filters or SearchFilters()
@@ -186,9 +188,9 @@ def ask(
     try:
         checked = check_question(question)
     except InvalidQuestion as error:
-        write_log(engine, AuditRecord(command, question or "", filters.as_json(), refused=True,
-                                      refusal_reason=f"{INVALID_INPUT}: {error}", route=route,
-                                      client=client_address), mode=settings.log_queries)
+        refused = AuditRecord(command, question or "", filters.as_json(), refused=True,
+                              refusal_reason=f"{INVALID_INPUT}: {error}", route=route, client=client_address)
+        write_log(log_engine or engine, refused, mode=settings.log_queries)
         raise
     clock.lap("checks")
     own_client = client is None and chosen == "vllm"
@@ -213,7 +215,7 @@ def ask(
                     "withheld_instructions": sum(source.withheld for source in result.sources)},
         timings_ms=clock.total(), route=route, client=client_address,
     )
-    result.log_id = write_log(engine, record, mode=settings.log_queries)
+    result.log_id = write_log(log_engine or engine, record, mode=settings.log_queries)
     clock.lap("audit")
     result.timings_ms = clock.total()
     return result

@@ -13,7 +13,7 @@ import click
 from medrag.cli.evaluation import eval_group, overridden_engine, set_option
 from medrag.cli.retrieval import build_filters, filter_options, query_embedder
 from medrag.core.config import load_settings
-from medrag.core.db import get_engine
+from medrag.core.db import get_engine, read_engine
 from medrag.core.errors import MedragError
 
 # Exit status of `medrag eval answers` when a goal is missed (2 stays "bad input / unreachable server").
@@ -94,9 +94,10 @@ def ask_command(question: str, k: int, as_json: bool, stream: bool, backend: str
             indent = "  " if line.startswith("- ") else ""
             click.echo(textwrap.fill(line, width=100, initial_indent=indent, subsequent_indent=indent + "  "))
 
-    engine, embedder = get_engine(settings), LazyEmbedder()
+    engine, embedder = read_engine(settings), LazyEmbedder()
     result = ask(engine, question, settings=settings, embedder=embedder, filters=filters, k=k,
-                 backend=backend or "auto", stream=stream, on_sentence=show if streamed else None)
+                 backend=backend or "auto", stream=stream, on_sentence=show if streamed else None,
+                 log_engine=get_engine(settings))
     if result.degraded:
         click.echo(f"medrag: warning: the LLM failed ({result.degraded_reason}); "
                    f"answered from the sources' own sentences instead", err=True)

@@ -13,7 +13,7 @@ from medrag.cli.retrieval import query_embedder
 from medrag.codes.clinical_tables import DEFAULT_BASE_URL
 from medrag.codes.finder import DEFAULT_TOP, MAX_TOP, CodeFinder, clean_term
 from medrag.codes.results import CodeSearch
-from medrag.core.db import get_engine
+from medrag.core.db import get_engine, read_engine
 from medrag.core.tuning import CONFIDENCE_MODEL_FILE
 
 GOALS_MISSED = 1
@@ -36,7 +36,7 @@ def codes_command(term: str, systems: tuple[str, ...], release: str | None, top:
                   external: bool, external_url: str) -> None:
     """ICD-10-CM and HCPCS codes for a clinical term (or a code), with confidence, related LCDs and a trace."""
     clean_term(term)
-    with CodeFinder(get_engine(), embedder_factory=query_embedder) as finder:
+    with CodeFinder(read_engine(), embedder_factory=query_embedder) as finder:
         search = finder.find(term, systems=systems, release=release, top=top,
                              external_url=external_url if external else None)
     if as_json:

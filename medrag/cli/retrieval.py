@@ -8,7 +8,7 @@ import textwrap
 import click
 
 from medrag.core.config import load_settings
-from medrag.core.db import get_engine
+from medrag.core.db import get_engine, read_engine
 from medrag.retrieval.search import (
     CODES_RANKED,
     SOURCES,
@@ -61,7 +61,7 @@ def build_filters(sources, keys, release, as_of, contractor, state, manual, chap
 def search_command(query: str, k: int, as_json: bool, **filter_values: object) -> None:
     """Hybrid search: exact identifiers, vectors, full text and trigram similarity, fused."""
     validate_query(query)
-    engine, embedder = get_engine(), query_embedder()
+    engine, embedder = read_engine(), query_embedder()
     result = search(engine, query, k=k, filters=build_filters(**filter_values), embedder=embedder)
     if as_json:
         click.echo(json.dumps(result.as_json(), default=str))

@@ -113,6 +113,9 @@ class Settings:
     root_path: str = ""
     trusted_proxies: str | None = None
     sse_keepalive: float = 15.0
+    # A read replica (a streaming standby of DATABASE_URL's server): search, codes and ask read there; refresh,
+    # migrations, the query log and the rate limit write to DATABASE_URL.
+    database_read_url: str | None = None
 
     @property
     def pg_dir(self) -> Path:
@@ -186,6 +189,7 @@ def load_settings() -> Settings:
         root_path=_env_root_path("MEDRAG_ROOT_PATH"),
         trusted_proxies=os.environ.get("MEDRAG_TRUSTED_PROXIES") or None,
         sse_keepalive=_env_positive("MEDRAG_SSE_KEEPALIVE", 15.0),
+        database_read_url=os.environ.get("DATABASE_READ_URL") or None,
     )
 
 

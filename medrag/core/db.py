@@ -67,3 +67,10 @@ def _engine_for(url: str) -> Engine:
 def get_engine(settings: Settings | None = None, *, url: str | None = None) -> Engine:
     """A pooled engine for medrag's database (one per URL per process)."""
     return _engine_for(sqlalchemy_url(url) if url else database_url(settings))
+
+
+def read_engine(settings: Settings | None = None) -> Engine:
+    """The engine searches, code lookups and answers read through: DATABASE_READ_URL's replica when set, else
+    medrag's database. Whatever writes (refresh, migrations, the query log, the rate limit) uses get_engine."""
+    settings = settings or load_settings()
+    return get_engine(url=settings.database_read_url) if settings.database_read_url else get_engine(settings)

@@ -293,7 +293,7 @@ def create_app(settings: Settings | None = None, state: ServeState | None = None
         def answer(on_sentence: Callable | None = None) -> dict[str, Any]:
             result = ask(state.engine, body.question, settings=settings, embedder=state.embedder, filters=filters,
                          k=body.k, backend=backend, stream=stream, on_sentence=on_sentence,
-                         route="POST /ask", client_address=_client(request))
+                         route="POST /ask", client_address=_client(request), log_engine=state.write_engine)
             payload = result.as_json()
             metrics.observe_answer(payload)
             return payload

@@ -11,7 +11,7 @@ from sqlalchemy import Engine, text
 
 from medrag.codes.finder import CodeFinder
 from medrag.core.config import Settings
-from medrag.core.db import get_engine
+from medrag.core.db import get_engine, read_engine
 
 # Which releases exist and which are current: a code finder reads release ids once, so a change of this means a
 # refresh made another release current and the finder is renewed (one cheap statement per code request).
@@ -39,12 +39,20 @@ class ServeState:
 
     @property
     def engine(self) -> Engine:
-        """The pooled engine (the embedded server is started on first use when no DATABASE_URL is set)."""
+        """The pooled engine requests read through: DATABASE_READ_URL's replica when set, else medrag's database
+        (the embedded server is started on first use when no DATABASE_URL is set)."""
         if self._engine is None:
             with self._lock:
                 if self._engine is None:
-                    self._engine = get_engine(self.settings)
+                    self._engine = read_engine(self.settings)
         return self._engine
+
+    @property
+    def write_engine(self) -> Engine:
+        """The engine requests write through (the query log): medrag's database, never a replica."""
+        if self.settings.database_read_url is None:
+            return self.engine
+        return get_engine(self.settings)
 
     @property
     def embedder(self) -> Any:
