@@ -20,7 +20,7 @@ def load_compose() -> dict:
 def test_compose_names_the_services() -> None:
     services = load_compose()["services"]
     assert set(services) == {"postgres", "prefect-server", "prefect-worker", "vllm", "dask-scheduler", "dask-worker",
-                             "medrag-api"}
+                             "medrag-api", "medrag-api-replica", "api-proxy"}
     # the Dask scale-out is opt-in (profile "scale") and runs the worker's own image: code and model
     for name in ("dask-scheduler", "dask-worker"):
         assert services[name]["profiles"] == ["scale"]
@@ -35,6 +35,20 @@ def test_compose_names_the_services() -> None:
     command = services["vllm"]["command"]  # compact JSON: no whitespace padding until max_tokens
     assert json.loads(command[command.index("--structured-outputs-config") + 1]) == {
         "backend": "xgrammar", "disable_any_whitespace": True}
+
+
+def test_the_scale_profile_runs_two_api_replicas_behind_a_pinned_proxy() -> None:
+    services = load_compose()["services"]
+    replica, proxy = services["medrag-api-replica"], services["api-proxy"]
+    assert replica["profiles"] == proxy["profiles"] == ["scale"] and replica["deploy"]["replicas"] == 2
+    assert replica["image"] == services["medrag-api"]["image"] and "ports" not in replica
+    assert replica["environment"]["MEDRAG_API_RATE_STORE"] == "database"  # one limit for both replicas
+    assert "DATABASE_READ_URL" in replica["environment"]
+    name, tag = proxy["image"].split(":", 1)
+    assert name == "nginx" and re.fullmatch(r"\d+\.\d+\.\d+-alpine", tag)  # an official image, pinned
+    assert proxy["depends_on"] == {"medrag-api-replica": {"condition": "service_healthy"}}
+    conf = (REPO / "deploy" / "nginx-api.conf").read_text()
+    assert "medrag-api-replica:8080" in conf and "proxy_buffering off" in conf and "X-Forwarded-For" in conf
 
 
 def test_the_api_service_serves_on_health_checked_dependencies() -> None:
