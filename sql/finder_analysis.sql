@@ -342,6 +342,8 @@ BEGIN
         'best', '{}'::jsonb, 'details', '{}'::jsonb, 'similarities', '{}'::jsonb, 'scores', '{}'::jsonb,
         'pool', '[]'::jsonb, 'seq', 0, 'joined', 0,
         'synonyms_tried', '[]'::jsonb, 'spelling_tried', '[]'::jsonb, 'headers_expanded', '[]'::jsonb,
-        'trace', to_jsonb(trace), 'timings', medrag_add_elapsed('{}', 'analysis', started), 'done', false);
+        'trace', to_jsonb(trace), 'timings', medrag_add_elapsed('{}', 'analysis', started), 'done', false,
+        -- the names and numbers every stage works by, read once: a stage called alone reads them again
+        'config', cfg);
 END
 $$;

@@ -375,7 +375,7 @@ LANGUAGE plpgsql STABLE
 AS $$
 #variable_conflict use_column
 DECLARE
-    cfg constant jsonb := medrag_code_finder_config();
+    cfg constant jsonb := coalesce(state -> 'config', medrag_code_finder_config());  -- the analysis's settings
     round_no constant integer := (state ->> 'round')::int;
     searched constant text[] := ARRAY(SELECT jsonb_array_elements_text(state -> 'searched'));
     term_text constant text := state ->> 'term_text';
@@ -430,7 +430,7 @@ RETURNS jsonb
 LANGUAGE plpgsql STABLE
 AS $$
 DECLARE
-    cfg constant jsonb := medrag_code_finder_config();
+    cfg constant jsonb := coalesce(state -> 'config', medrag_code_finder_config());  -- the analysis's settings
     round_no constant integer := (state ->> 'round')::int;
     round_started constant timestamptz := clock_timestamp();
     searched constant text[] := ARRAY(SELECT jsonb_array_elements_text(state -> 'searched'));

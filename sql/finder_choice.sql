@@ -68,7 +68,7 @@ LANGUAGE plpgsql STABLE
 AS $$
 #variable_conflict use_column
 DECLARE
-    cfg constant jsonb := medrag_code_finder_config();
+    cfg constant jsonb := coalesce(state -> 'config', medrag_code_finder_config());  -- the analysis's settings
     top constant integer := (state ->> 'top')::int;
     started constant timestamptz := (state ->> 'started')::timestamptz;
     searched constant text[] := ARRAY(SELECT jsonb_array_elements_text(state -> 'searched'));

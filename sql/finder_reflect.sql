@@ -88,7 +88,7 @@ LANGUAGE plpgsql STABLE
 AS $$
 #variable_conflict use_column
 DECLARE
-    cfg constant jsonb := medrag_code_finder_config();
+    cfg constant jsonb := coalesce(state -> 'config', medrag_code_finder_config());  -- the analysis's settings
     stage_started timestamptz := clock_timestamp();
     round_no constant integer := (state ->> 'round')::int;
     searched constant text[] := ARRAY(SELECT jsonb_array_elements_text(state -> 'searched'));

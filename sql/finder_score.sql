@@ -161,7 +161,7 @@ LANGUAGE plpgsql STABLE
 AS $$
 #variable_conflict use_column
 DECLARE
-    cfg constant jsonb := medrag_code_finder_config();
+    cfg constant jsonb := coalesce(state -> 'config', medrag_code_finder_config());  -- the analysis's settings
     stage_started constant timestamptz := clock_timestamp();
     semantic_systems constant text[] := ARRAY(SELECT jsonb_array_elements_text(state -> 'semantic_systems'));
     priors constant jsonb := state -> 'priors';
