@@ -15,7 +15,7 @@
 -- has, timings and how the trace prints numbers) and the composition itself. The state: the term's analysis
 -- (classification, concepts, priors, systems searched, releases), the pool (`best`: each lookup's best hit per code,
 -- system|code|leg -> hit; `details`: each code read, system|code -> its details or null where the release lacks it;
--- `similarities`; `scores`: each candidate's features and score; `pool`: the scored candidates), the round and what
+-- `similarities`; `pool`: the scored candidates, each with its features and score), the round and what
 -- it looks up (`changed` systems, `headers` to narrow), trace and timings, and `done`.
 
 -- What medrag_find_codes works by, as one jsonb: its names (medrag_code_finder_names) and every number

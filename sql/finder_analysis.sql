@@ -339,7 +339,7 @@ BEGIN
         'skipped', to_jsonb(skipped), 'known', to_jsonb(known),
         -- the systems whose word lookups the round runs: every one in the first round (none for a term of codes only)
         'changed', CASE WHEN term_text <> '' THEN to_jsonb(searched) ELSE '[]'::jsonb END, 'headers', '[]'::jsonb,
-        'best', '{}'::jsonb, 'details', '{}'::jsonb, 'similarities', '{}'::jsonb, 'scores', '{}'::jsonb,
+        'best', '{}'::jsonb, 'details', '{}'::jsonb, 'similarities', '{}'::jsonb,
         'pool', '[]'::jsonb, 'seq', 0, 'joined', 0,
         'synonyms_tried', '[]'::jsonb, 'spelling_tried', '[]'::jsonb, 'headers_expanded', '[]'::jsonb,
         'trace', to_jsonb(trace), 'timings', medrag_add_elapsed('{}', 'analysis', started), 'done', false,

@@ -165,7 +165,9 @@ DECLARE
     stage_started constant timestamptz := clock_timestamp();
     semantic_systems constant text[] := ARRAY(SELECT jsonb_array_elements_text(state -> 'semantic_systems'));
     priors constant jsonb := state -> 'priors';
-    scores jsonb := state -> 'scores';
+    -- every candidate is scored again each round (the term's concepts may have changed), so the pool, which holds
+    -- each candidate's features and score, is the only copy the state keeps
+    scores jsonb := '{}';
     item jsonb;
     sys text;
 BEGIN
@@ -183,7 +185,7 @@ BEGIN
                                                      sys = ANY (semantic_systems), cfg -> 'origin_weights')) s);
     END LOOP;
     RETURN state || jsonb_build_object(
-        'scores', scores, 'pool', medrag_code_pool(state -> 'best', state -> 'details', scores, cfg),
+        'pool', medrag_code_pool(state -> 'best', state -> 'details', scores, cfg),
         'timings', medrag_add_elapsed(state -> 'timings', 'scoring', stage_started));
 END
 $$;
