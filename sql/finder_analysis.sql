@@ -199,22 +199,25 @@ AS $$
          (SELECT coalesce(max(value::float8), 0) AS strongest FROM jsonb_each_text(classification -> 'scores')) m
 $$;
 
--- The concepts with a wording added to concept n (from 1), or NULL when it adds nothing: no lexemes, or those of a
--- wording the concept has.
-CREATE OR REPLACE FUNCTION medrag_add_wording(concepts jsonb, n integer, words jsonb, lexemes text[], origin text)
+-- The concepts with a wording (its words, stemmed as the full-text index stems) added to concept n (from 1), or NULL
+-- when it adds nothing: no lexemes, or those of a wording the concept has.
+DROP FUNCTION IF EXISTS medrag_add_wording(jsonb, integer, jsonb, text[], text);
+CREATE OR REPLACE FUNCTION medrag_add_wording(concepts jsonb, n integer, words text[], origin text)
 RETURNS jsonb
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT CASE WHEN cardinality(lexemes) = 0
+    SELECT CASE WHEN cardinality(x.lexemes) = 0
                   OR EXISTS (SELECT 1 FROM jsonb_array_elements(concepts -> (n - 1) -> 'wordings') AS w(value)
                              WHERE ARRAY(SELECT DISTINCT l COLLATE "C"
                                          FROM jsonb_array_elements_text(w.value -> 'lexemes') AS l ORDER BY 1)
-                                   = lexemes)
+                                   = x.lexemes)
                 THEN NULL
                 ELSE jsonb_set(concepts, ARRAY[(n - 1)::text, 'wordings'],
                                (concepts -> (n - 1) -> 'wordings')
-                               || jsonb_build_array(jsonb_build_object('words', words, 'origin', origin,
-                                                                       'lexemes', to_jsonb(lexemes)))) END
+                               || jsonb_build_array(jsonb_build_object('words', to_jsonb(words), 'origin', origin,
+                                                                       'lexemes', to_jsonb(x.lexemes)))) END
+    FROM (SELECT ARRAY(SELECT DISTINCT l COLLATE "C" FROM unnest(words) AS w,
+                              unnest(tsvector_to_array(to_tsvector('english', w))) AS l ORDER BY 1) AS lexemes) x
 $$;
 
 -- Stage 1, analyse the term: the finder's state before any lookup (the state medrag_find_codes hands from stage to

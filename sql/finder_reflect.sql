@@ -118,7 +118,6 @@ DECLARE
     pool_lexemes text[];
     corrected record;
     fixed text[];
-    lexemes text[];
     added jsonb;
     cls2 jsonb;
     priors2 jsonb;
@@ -217,9 +216,7 @@ BEGIN
     FOR item IN SELECT value FROM jsonb_array_elements(expansions) LOOP
         n := (item ->> 'concept')::int;
         FOR txt IN SELECT jsonb_array_elements_text(item -> 'expansions') LOOP
-            lexemes := ARRAY(SELECT DISTINCT l COLLATE "C" FROM unnest(medrag_words_of(txt)) AS w,
-                                    unnest(tsvector_to_array(to_tsvector('english', w))) AS l ORDER BY 1);
-            added := medrag_add_wording(concepts, n, to_jsonb(medrag_words_of(txt)), lexemes, 'synonym');
+            added := medrag_add_wording(concepts, n, medrag_words_of(txt), 'synonym');
             IF added IS NOT NULL THEN
                 concepts := added;
                 changed := changed || ARRAY(SELECT s FROM jsonb_array_elements_text(concepts -> (n - 1) -> 'systems') s
@@ -252,9 +249,7 @@ BEGIN
                         FROM medrag_term_concepts(concepts) c
                         WHERE sys = ANY (c.systems) AND NOT c.negated AND typed_word = ANY (c.words) ORDER BY c.n
         LOOP
-            lexemes := ARRAY(SELECT DISTINCT l COLLATE "C" FROM unnest(fixed) AS w,
-                                    unnest(tsvector_to_array(to_tsvector('english', w))) AS l ORDER BY 1);
-            added := medrag_add_wording(concepts, n, to_jsonb(fixed), lexemes, 'spelling');
+            added := medrag_add_wording(concepts, n, fixed, 'spelling');
             IF added IS NOT NULL THEN
                 concepts := added;
                 changed := changed || ARRAY(SELECT s FROM jsonb_array_elements_text(concepts -> (n - 1) -> 'systems') s

@@ -12,13 +12,11 @@ AS $$
     INSERT INTO medrag_rate_bucket AS b (client, tokens, seen, granted)
     VALUES (client, per_minute - 1, clock_timestamp(), true)
     ON CONFLICT ON CONSTRAINT medrag_rate_bucket_pkey DO UPDATE
-    SET granted = least(per_minute, b.tokens + greatest(0, extract(epoch FROM EXCLUDED.seen - b.seen)::float8)
-                                               * per_minute / 60.0) >= 1,
-        tokens = least(per_minute, b.tokens + greatest(0, extract(epoch FROM EXCLUDED.seen - b.seen)::float8)
-                                              * per_minute / 60.0)
-                 - CASE WHEN least(per_minute, b.tokens + greatest(0, extract(epoch FROM EXCLUDED.seen - b.seen)::float8)
-                                                          * per_minute / 60.0) >= 1 THEN 1 ELSE 0 END,
-        seen = EXCLUDED.seen
+    -- the bucket refilled since its last request (per_minute a minute, up to per_minute), a token taken if one is there
+    SET (granted, tokens, seen) = (
+        SELECT refill.tokens >= 1, refill.tokens - CASE WHEN refill.tokens >= 1 THEN 1 ELSE 0 END, EXCLUDED.seen
+        FROM (SELECT least(per_minute, b.tokens + greatest(0, extract(epoch FROM EXCLUDED.seen - b.seen)::float8)
+                                                  * per_minute / 60.0) AS tokens) refill)
     RETURNING CASE WHEN b.granted THEN 0 ELSE greatest(1, ceil((1 - b.tokens) * 60.0 / per_minute))::integer END
 $$;
 

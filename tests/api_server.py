@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 import time
@@ -31,3 +32,13 @@ def running_app(app: object) -> Iterator[str]:
         server.should_exit = True
         thread.join(timeout=30)
         sock.close()
+
+
+def metric(text_format: str, name: str, **labels: str) -> float:
+    """The value of one series in a Prometheus text exposition (0 when it is not there)."""
+    wanted = ",".join(f'{key}="{value}"' for key, value in sorted(labels.items()))
+    for line in text_format.splitlines():
+        series, _, value = line.rpartition(" ")
+        if series.split("{")[0] == name and ",".join(sorted(re.findall(r'\w+="[^"]*"', series))) == wanted:
+            return float(value)
+    return 0.0

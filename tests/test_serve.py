@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from api_server import running_app  # tests/ is on sys.path: rootdir conftest, no __init__.py
+from api_server import metric, running_app  # tests/ is on sys.path: rootdir conftest, no __init__.py
 from click.testing import CliRunner
 from openai_stub import OpenAIStub, Reply, json_reply
 from pydantic import TypeAdapter
@@ -433,15 +433,6 @@ def test_the_rate_limit_answers_429_with_retry_after(settings, state, indexed_en
         assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
         assert "3 requests per minute" in refused.json()["error"]
         assert httpx.get(f"{base_url}/health").status_code == 200  # probes are never limited
-
-
-def metric(text_format: str, name: str, **labels: str) -> float:
-    wanted = ",".join(f'{key}="{value}"' for key, value in sorted(labels.items()))
-    for line in text_format.splitlines():
-        series, _, value = line.rpartition(" ")
-        if series.split("{")[0] == name and ",".join(sorted(re.findall(r'\w+="[^"]*"', series))) == wanted:
-            return float(value)
-    return 0.0
 
 
 def test_metrics_count_what_was_sent(api):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from api_server import metric  # tests/ is on sys.path: rootdir conftest, no __init__.py
 from sqlalchemy import text
 
 
@@ -58,15 +59,6 @@ def serve_env(indexed_settings) -> dict[str, str]:
            if not name.startswith(("MEDRAG_", "VLLM_", "PROMETHEUS_"))}
     return env | {"DATABASE_URL": indexed_settings.database_url, "MEDRAG_HOME": str(indexed_settings.home),
                   "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
-
-
-def metric(text_format: str, name: str, **labels: str) -> float:
-    wanted = ",".join(f'{key}="{value}"' for key, value in sorted(labels.items()))
-    for line in text_format.splitlines():
-        series, _, value = line.rpartition(" ")
-        if series.split("{")[0] == name and ",".join(sorted(re.findall(r'\w+="[^"]*"', series))) == wanted:
-            return float(value)
-    return 0.0
 
 
 def test_two_server_processes_share_one_rate_limit(serve_env, indexed_engine) -> None:
