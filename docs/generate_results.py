@@ -143,18 +143,21 @@ def render_bench_search(report: dict[str, Any]) -> list[str]:
              f"{cell(real.get('vector_recall_at_10'))}.", ""]
     lines += table(["real corpus, warm", "p50 ms", "p95 ms", "mean ms", "queries"],
                    [[name, real[key].get("p50_ms"), real[key].get("p95_ms"), real[key].get("mean_ms"),
-                     real[key].get("n")] for name, key in (("query embedding", "embed"),
-                                                           ("medrag_search (the finder fills its code slots)", "sql"),
-                                                           ("medrag_search_documents (the search statement alone)",
-                                                            "documents_sql"))
+                     real[key].get("n")] for name, key in (
+                         ("query embedding", "embed"),
+                         ("medrag_search, the code finder run each time for its code slots", "sql"),
+                         ("medrag_search, a question's first ask (the finder's answer kept)", "sql_first_ask"),
+                         ("medrag_search, asked again (the finder's kept answer)", "sql_asked_again"),
+                         ("medrag_search_documents (the search statement alone)", "documents_sql"))
                     if key in real])
     concurrent = report.get("concurrent")
     if concurrent:
-        lines.append("medrag_search alone (SQL, no server), each connection running the questions back to back:")
+        lines.append("medrag_search alone (SQL, no server), each connection running the questions back to back; "
+                     "the code finder run each time, or its answers kept (every question asked before):")
         lines.append("")
-        lines += table(["connections at once", "statements/s", "p50 ms", "p95 ms"],
-                       [[row.get("clients"), row.get("statements_per_s"), row.get("p50_ms"), row.get("p95_ms")]
-                        for row in concurrent])
+        lines += table(["code finder", "connections at once", "statements/s", "p50 ms", "p95 ms"],
+                       [["answers kept" if row.get("cached") else "each time", row.get("clients"),
+                         row.get("statements_per_s"), row.get("p50_ms"), row.get("p95_ms")] for row in concurrent])
     scale = report.get("scale")
     if scale:
         lines.append(f"At scale: {cell(scale.get('chunks'))} synthetic chunks, {cell(scale.get('queries'))} "
@@ -316,6 +319,23 @@ def render_bench_serve(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def render_bench_finder_cache(report: dict[str, Any]) -> list[str]:
+    """benchmarks/finder_cache.py: the API at 8 clients, the code finder's cache off and on, alternating."""
+    medians, ratios = need(report, "medians"), need(report, "on_over_off")
+    lines = [f"{cell(report.get('benchmark'))}. Median of the runs per setting; CPU is milliseconds a request cost "
+             "the server (Python) or PostgreSQL. With the cache on it was emptied before each run, and the inputs "
+             "are drawn at random from the dev sets, so a question is often asked again.", ""]
+    lines += table(["figure", "cache off", "cache on", "on / off"],
+                   [[name, medians["off"].get(name), medians["on"].get(name), ratios.get(name)]
+                    for name in medians["off"]])
+    lines += ["Each run:", ""]
+    runs = need(report, "runs")
+    names = [name for name in runs[0] if name not in ("round", "finder_cache")]
+    lines += table(["round", "cache", *names], [[run["round"], run["finder_cache"], *(run[name] for name in names)]
+                                                for run in runs])
+    return lines
+
+
 def render_check(report: dict[str, Any]) -> list[str]:
     """`medrag eval check --json`: per rule, the verdicts judged, accuracy and the precision and recall of errors."""
     rows = [[rule, figures["judged"], figures["accuracy"], figures["error_precision"], figures["error_recall"]]
@@ -421,6 +441,8 @@ KINDS = (
          render_bench_codes),
     Kind("bench_serve.json", "API benchmark", "python benchmarks/serve.py --out docs/results/bench_serve.json",
          render_bench_serve),
+    Kind("bench_finder_cache.json", "The code finder's answers kept",
+         "python benchmarks/finder_cache.py --out docs/results/bench_finder_cache.json", render_bench_finder_cache),
     Kind("check_dev.json", "Claim-line check: dev set", "medrag eval check --lines eval/check_dev.jsonl --json",
          render_check),
     Kind("check_holdout.json", "Claim-line check: holdout set (written before the check was run on it)",

@@ -21,17 +21,21 @@ ALTER FUNCTION medrag_search_text(text, integer, jsonb) SECURITY DEFINER SET sea
 ALTER FUNCTION medrag_nearest(vector, integer, jsonb) SECURITY DEFINER SET search_path = public, pg_temp;
 ALTER FUNCTION medrag_find_codes(text, text[], text, integer, vector, boolean) SECURITY DEFINER
     SET search_path = public, pg_temp;
+ALTER FUNCTION medrag_find_codes_cached(text, text[], text, integer, vector) SECURITY DEFINER
+    SET search_path = public, pg_temp;
 ALTER FUNCTION medrag_check_lines(jsonb) SECURITY DEFINER SET search_path = public, pg_temp;
 ALTER FUNCTION medrag_changes_for_codes(text[], integer[]) SECURITY DEFINER SET search_path = public, pg_temp;
 REVOKE ALL ON FUNCTION medrag_search(vector, text, integer, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION medrag_search_text(text, integer, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION medrag_nearest(vector, integer, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION medrag_find_codes(text, text[], text, integer, vector, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION medrag_find_codes_cached(text, text[], text, integer, vector) FROM PUBLIC;
 REVOKE ALL ON FUNCTION medrag_check_lines(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION medrag_changes_for_codes(text[], integer[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION medrag_search(vector, text, integer, jsonb) TO medrag_reader;
 GRANT EXECUTE ON FUNCTION medrag_search_text(text, integer, jsonb) TO medrag_reader;
 GRANT EXECUTE ON FUNCTION medrag_nearest(vector, integer, jsonb) TO medrag_reader;
 GRANT EXECUTE ON FUNCTION medrag_find_codes(text, text[], text, integer, vector, boolean) TO medrag_reader;
+GRANT EXECUTE ON FUNCTION medrag_find_codes_cached(text, text[], text, integer, vector) TO medrag_reader;
 GRANT EXECUTE ON FUNCTION medrag_check_lines(jsonb) TO medrag_reader;
 GRANT EXECUTE ON FUNCTION medrag_changes_for_codes(text[], integer[]) TO medrag_reader;

@@ -623,7 +623,7 @@ CREATE OR REPLACE FUNCTION medrag_search(query_embedding vector, query_text text
                                          filters jsonb DEFAULT '{}'::jsonb)
 RETURNS TABLE (rank integer, score double precision, chunk_id bigint, document_id bigint, source text, key text,
                title text, heading text, text text, release text, url text, matched text)
-LANGUAGE plpgsql STABLE
+LANGUAGE plpgsql VOLATILE  -- it keeps the finder's answers (medrag_find_codes_cached)
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -654,7 +654,7 @@ BEGIN
                    WHERE r.source IN (SELECT cfg -> 'sources' ->> s FROM unnest(systems) s)
                      AND CASE WHEN label IS NULL THEN r.is_current ELSE lower(r.label) = lower(label) END)
     THEN
-        found := medrag_find_codes(query_text, systems, label, least(greatest(coalesce(k, (cfg ->> 'default_k')::int), 1),
+        found := medrag_find_codes_cached(query_text, systems, label, least(greatest(coalesce(k, (cfg ->> 'default_k')::int), 1),
                                                                    (cfg ->> 'max_top')::int), query_embedding);
     END IF;
     RETURN QUERY
@@ -730,7 +730,7 @@ CREATE OR REPLACE FUNCTION medrag_search_text(query_text text, k integer DEFAULT
                                               filters jsonb DEFAULT '{}'::jsonb)
 RETURNS TABLE (rank integer, score double precision, chunk_id bigint, document_id bigint, source text, key text,
                title text, heading text, text text, release text, url text, matched text)
-LANGUAGE sql STABLE
+LANGUAGE sql VOLATILE
 AS $$
     SELECT * FROM medrag_search(NULL::vector, query_text, k, filters)
 $$;

@@ -284,8 +284,10 @@ def test_json_output_has_the_documented_shape(cli, indexed_engine) -> None:
     code, out, _ = cli("codes", "diabetes a1c test strips", "--json", "--top", "3")
     assert code == 0
     printed = json.loads(out)
-    assert set(printed) == {"query", "results", "summary", "trace"}
+    assert set(printed) == {"query", "results", "summary", "trace", "cached"}
     assert printed["query"] == "diabetes a1c test strips" and printed["trace"]
+    again = json.loads(cli("codes", "diabetes a1c test strips", "--json", "--top", "3")[1])
+    assert again["cached"] is True and again["results"] == printed["results"]
     confidences = [result["confidence"] for result in printed["results"]]
     assert confidences == sorted(confidences, reverse=True)
     assert {result["system"] for result in printed["results"]} == {ICD10CM, HCPCS}

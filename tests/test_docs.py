@@ -19,6 +19,7 @@ from typing import Any
 import click
 import pytest
 from click.testing import CliRunner
+from sqlalchemy import create_engine
 
 from medrag.cli import main
 
@@ -186,7 +187,8 @@ def retrieval_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[st
     ranked = {"home oxygen": [("ncd", "240.2"), ("lcd", "L33797")],
               "cpap device code": [("lcd", "L33718"), ("hcpcs", "E0601")],
               "weather tomorrow": [("ncd", "240.2")]}
-    monkeypatch.setattr(cli_evaluation, "get_engine", lambda: None)
+    # an engine that never connects: the eval's session settings are set on it, and the fake search ignores it
+    monkeypatch.setattr(cli_evaluation, "get_engine", lambda: create_engine("postgresql+psycopg://nowhere/none"))
     monkeypatch.setattr(cli_evaluation, "search", lambda _engine, query, **_kw: SimpleNamespace(
         hits=[SimpleNamespace(source=s, key=k) for s, k in ranked.get(query, [])]))
     questions = jsonl(tmp_path / "retrieval.jsonl", [
@@ -312,7 +314,7 @@ def test_generator_renders_what_the_eval_commands_print(tmp_path: Path, monkeypa
     assert "unanswerable, not scored here: 1" in text
     assert "| all | 2 | 0.5 | 1.0 |" in text and "| HCPCS | 1 | 0.0 | 1.0 |" in text
     assert "| refusal_accuracy | 1.0 |" in text and "| citation_precision | 1.0 |" in text
-    assert "| medrag_search (the finder fills its code slots) | 11.5 | 12.5 | 11.7 | 9 |" in text
+    assert "| medrag_search, the code finder run each time for its code slots | 11.5 | 12.5 | 11.7 | 9 |" in text
     assert "| medrag_search_documents (the search statement alone) | 4.5 | 5.5 | 4.7 | 9 |" in text
     assert "| none | 0.25 | 21.5 | 22.5 | 21.7 |" in text
     assert "| lexical | 2 | 31.5 | 32.5 | 33.5 | 1.5 | 0.5 | 1.0 |" in text

@@ -64,6 +64,27 @@ def test_the_replica_is_a_standby_that_reads_what_the_primary_holds(replica_url,
         assert conn.execute(text(count)).scalar() == primary.execute(text(count)).scalar() > 0
 
 
+def test_the_replica_reads_the_code_finders_answers_the_primary_kept_and_keeps_none(
+        replica_url, indexed_engine) -> None:
+    call = text("SELECT medrag_find_codes_cached(:term, NULL, NULL, :top, NULL)")
+    top = 6 + time.time_ns() % 40  # a call no earlier run of this test kept
+    asked, unasked = {"term": "diabetes mellitus", "top": top}, {"term": "acute bronchitis", "top": top}
+    with indexed_engine.begin() as primary:
+        assert "cached" not in primary.execute(call, asked).scalar_one()
+    deadline, found = time.monotonic() + 60, None
+    with get_engine(url=replica_url).connect() as conn:
+        while time.monotonic() < deadline:  # the standby replays the primary's write
+            found = conn.execute(call, asked).scalar_one()
+            conn.rollback()
+            if found.get("cached"):
+                break
+            time.sleep(0.2)
+        assert found["cached"] is True and found["results"]
+        assert "cached" not in conn.execute(call, unasked).scalar_one()  # read-only: answered, not kept
+        conn.commit()
+        assert "cached" not in conn.execute(call, unasked).scalar_one()
+
+
 def test_search_codes_and_ask_read_the_replica_and_the_query_log_is_written_on_the_primary(
         replica_url, indexed_settings, indexed_engine) -> None:
     settings = dataclasses.replace(indexed_settings, database_read_url=replica_url, vllm_base_url=None,

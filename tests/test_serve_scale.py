@@ -79,6 +79,8 @@ def test_two_server_processes_share_one_rate_limit(serve_env, indexed_engine) ->
 
 def test_the_shared_limit_answers_503_when_its_table_cannot_be_read(serve_env, indexed_engine) -> None:
     """A bucket that cannot be read is a clear 503, never a request let through nor a 500."""
+    with indexed_engine.begin() as conn:  # a full bucket, whatever the test before took from it
+        conn.execute(text("DELETE FROM medrag_rate_bucket"))
     env = serve_env | {"MEDRAG_API_RATE": "30"}
     with server_process(env) as url:
         assert httpx.get(f"{url}/releases").status_code == 200

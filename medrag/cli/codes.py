@@ -36,7 +36,7 @@ def codes_command(term: str, systems: tuple[str, ...], release: str | None, top:
                   external: bool, external_url: str) -> None:
     """ICD-10-CM and HCPCS codes for a clinical term (or a code), with confidence, related LCDs and a trace."""
     clean_term(term)
-    with CodeFinder(read_engine(), embedder_factory=query_embedder) as finder:
+    with CodeFinder(read_engine(), embedder_factory=query_embedder, cached=True) as finder:
         search = finder.find(term, systems=systems, release=release, top=top,
                              external_url=external_url if external else None)
     if as_json:

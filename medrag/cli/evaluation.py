@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import click
-from sqlalchemy import Engine
+from sqlalchemy import Engine, create_engine
 
 from medrag.core.db import get_engine
 from medrag.core.errors import MedragError
@@ -28,10 +28,17 @@ set_option = click.option("--set", "overrides", multiple=True, metavar="NAME=VAL
                           help="Run with a setting changed (medrag_settings(), e.g. rrf_k=30); repeatable.")
 
 
+# An evaluation measures the finder itself, not the answers its cache kept (--set code_cache_rows=N measures those).
+UNCACHED = ("code_cache_rows=0",)
+
+
 def overridden_engine(overrides: tuple[str, ...]) -> tuple[Engine, dict[str, str]]:
-    """The database engine with the --set overrides on every connection, and the checked overrides."""
-    settings = parse_overrides(overrides)
-    engine = get_engine()
+    """An engine of its own for the run, the --set overrides on every connection, and the checked overrides.
+
+    Its own: the process's shared engine (get_engine) keeps the registry's values for whatever else it serves.
+    """
+    settings = parse_overrides((*UNCACHED, *overrides))
+    engine = create_engine(get_engine().url, pool_pre_ping=True)
     apply_overrides(engine, settings)
     override_in_process(settings)
     return engine, settings

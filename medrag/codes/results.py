@@ -75,11 +75,12 @@ class CodeSearch:
     # every scored candidate, for fitting the confidence model (only when find is asked for them); never printed
     candidates: list[ScoredCode] = field(default_factory=list, repr=False, compare=False)
     encounter: str | None = None  # the encounter the term names (classify.INITIAL ...), which picks 7th characters
+    cached: bool = False  # answered from medrag_code_cache: the same call on the same data was answered before
 
     def as_json(self) -> dict[str, Any]:
         """The `medrag codes --json` object (with "external" only when external tables were asked)."""
         out = {"query": self.query, "results": [result.as_json() for result in self.results],
-               "summary": self.summary, "trace": list(self.trace)}
+               "summary": self.summary, "trace": list(self.trace), "cached": self.cached}
         if self.external is not None:
             out["external"] = [code.as_json() for code in self.external]
         return out

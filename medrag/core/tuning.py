@@ -116,6 +116,8 @@ FINDER = (
     _integer("default_top", 5, "codes per system a code search lists when top is not given"),
     _integer("max_top", 50, "most codes per system a code search lists"),
     _integer("max_term_chars", 500, "longest term the code finder takes"),
+    _integer("code_cache_rows", 20000, "answers medrag_find_codes_cached keeps, the oldest dropped first (0: none "
+                                       "kept)"),
     _integer("max_rounds", 3, "rounds of lookups and reflection at most"),
     _integer("trigram_max_words", 2, "the trigram lookup runs for a term of at most this many words"),
     _integer("words_leg_max_concepts", 4, "the description-words lookup runs for a term of at most this many "

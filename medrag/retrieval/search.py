@@ -225,6 +225,7 @@ def search(
         rows = conn.execute(
             _SEARCH_SQL, {"embedding": embedding, "query": query, "k": k, "filters": json.dumps(filters.as_json())}
         ).mappings().all()
+        conn.commit()  # the code finder's answers it kept (medrag_find_codes_cached)
         timings["sql"] = (time.perf_counter() - sql_started) * 1000
     hits = [Hit(**{name: row[name] for name in row.keys()},  # noqa: SIM118 - RowMapping
                 ranked_by=CODES_RANKED if CODES_RANKED in (row["matched"] or "").split("+") else SEARCH_RANKED)

@@ -48,7 +48,7 @@ SQL_DIR = Path(str(resources.files("medrag.sql")))
 # The code finder is one file per stage (sql/finder.sql says which), after the helpers and composition they share.
 REPEATABLE_SCRIPTS = ("views.sql", "generated.sql", "search.sql", "finder.sql", "finder_analysis.sql",
                       "finder_candidates.sql", "finder_features.sql", "finder_score.sql", "finder_reflect.sql",
-                      "finder_choice.sql", "check.sql", "changes.sql", "serve.sql", "roles.sql")
+                      "finder_choice.sql", "finder_cache.sql", "check.sql", "changes.sql", "serve.sql", "roles.sql")
 READER_ROLE = "medrag_reader"
 _CREATED_FUNCTION = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+(\w+)", re.IGNORECASE)
 _CREATED_VIEW = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?VIEW\s+(\w+)", re.IGNORECASE)

@@ -215,7 +215,9 @@ def create_app(settings: Settings | None = None, state: ServeState | None = None
     async def failure(request: Request, error: Exception) -> JSONResponse:
         status, message = error_status(error)
         if status == 500:
-            log.error("%s %s failed: %s", request.method, request.url.path, message)
+            # what the answer promises: the server log has the details (the client gets only the error's type)
+            log.error("%s %s failed: %s: %s", request.method, request.url.path, message,
+                      (str(error).strip().splitlines() or [type(error).__name__])[0])
         return problem(status, message, route_path(request))
 
     # -- the page --------------------------------------------------------------------------------------------

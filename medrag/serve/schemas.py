@@ -161,6 +161,7 @@ class CodesResponse(Strict):
     results: list[CodeResult]
     summary: str
     trace: list[str]
+    cached: bool = Field(description="Answered from the code finder's cache (the same call on the same data).")
 
 
 MAX_CHECK_LINES = 1000

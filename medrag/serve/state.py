@@ -84,7 +84,7 @@ class ServeState:
                     self._retired.append(self._finder)
                     while len(self._retired) > RETIRED_FINDERS_KEPT:
                         self._retired.pop(0).close()
-                self._finder = CodeFinder(self.engine, embedder_factory=lambda: self.embedder)
+                self._finder = CodeFinder(self.engine, embedder_factory=lambda: self.embedder, cached=True)
                 self._fingerprint = fingerprint
             return self._finder
 
