@@ -1,24 +1,40 @@
-"""`medrag serve` under load with the code finder's cache off and on, alternating, in one run of this script.
+"""The code finder's cache: what a first ask costs, and `medrag serve` under load with the cache off and on.
 
 Run against the indexed database of `make run` (MEDRAG_HOME / DATABASE_URL as for the CLI):
   .venv/bin/python benchmarks/finder_cache.py [--rounds 2] [--seconds 20] [--out docs/results/bench_finder_cache.json]
-Each round runs benchmarks/serve.py at 8 clients with `--finder-cache off` (the finder on every request), then `on`
-(its cache emptied first, so the run includes filling it). Alternating the two spreads whatever else the machine
-does over both. Per run: mixed and search-only requests/s with the CPU milliseconds a request cost the server and
-PostgreSQL, /search p50/p95, paced p95, errors; and the median of each figure per setting, with the ratio on / off.
+Part 1, paired: for each retrieval dev question (its embedding, top 10, as medrag_search asks), medrag_find_codes
+alone and medrag_find_codes_cached on an empty cache (a miss: the key, the finder, the write, the commit), in random
+order per question on one connection; the mean difference with its 95% interval. This empties medrag_code_cache.
+Part 2: each round runs benchmarks/serve.py at 8 clients with `--finder-cache off` (the finder on every request),
+`on` (its cache emptied first, so the run includes filling it) and `warm` (the cache as the `on` run left it).
+Alternating spreads whatever else the machine does over all three. Per run: mixed and search-only requests/s with
+the CPU milliseconds a request cost the server and PostgreSQL, /search p50/p95, paced p95, errors; the median of
+each figure per setting, and the ratios to off.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
+import psycopg
+
+from medrag.cli.retrieval import query_embedder
+from medrag.core.db import database_url, libpq_url
+from medrag.retrieval.evaluation import load_questions
+from medrag.retrieval.search import vector_literal
+
 REPO = Path(__file__).resolve().parents[1]
+SETTINGS = ("off", "on", "warm")
+FRESH = "SELECT medrag_find_codes(%s, NULL, NULL, 10, %s::vector)"
+FIRST_ASK = "SELECT medrag_find_codes_cached(%s, NULL, NULL, 10, %s::vector) ->> 'cached'"
 FIGURES = ("mixed_req_s", "mixed_server_cpu_ms", "mixed_postgres_cpu_ms", "search_only_req_s", "search_only_p50_ms",
            "search_only_p95_ms", "search_only_server_cpu_ms", "search_only_postgres_cpu_ms", "paced_8_search_p95_ms",
            "paced_32_search_p95_ms", "codes_p50_ms", "errors")
@@ -51,27 +67,65 @@ def serve_run(finder_cache: str, seconds: float) -> dict[str, float]:
         return figures(json.loads(out.read_text()))
 
 
+def timed(conn: psycopg.Connection, statement: str, question: str, vector: str) -> float:
+    """Milliseconds of one statement."""
+    started = time.perf_counter()
+    conn.execute(statement, (question, vector)).fetchone()
+    return (time.perf_counter() - started) * 1000
+
+
+def first_ask_cost(questions_file: Path, seed: int) -> dict[str, object]:
+    """Paired per question: the finder alone against the cache's first ask (a miss, kept), in random order."""
+    questions = [question.question for question in load_questions(questions_file)]
+    embedder = query_embedder()
+    vectors = [vector_literal(embedder.embed(question)) for question in questions]
+    rng = random.Random(seed)
+    alone, first, differences = [], [], []
+    with psycopg.connect(libpq_url(database_url()), autocommit=True) as conn:
+        conn.execute("DELETE FROM medrag_code_cache")
+        conn.execute(FRESH, ("warm up", None))
+        for question, vector in zip(questions, vectors, strict=True):
+            order = [FRESH, FIRST_ASK] if rng.random() < 0.5 else [FIRST_ASK, FRESH]
+            times = {statement: timed(conn, statement, question, vector) for statement in order}
+            alone.append(times[FRESH])
+            first.append(times[FIRST_ASK])
+            differences.append(times[FIRST_ASK] - times[FRESH])
+    mean = statistics.fmean(differences)
+    half = 1.96 * statistics.stdev(differences) / len(differences) ** 0.5
+    return {"questions": len(differences), "finder_alone_p50_ms": round(statistics.median(alone), 2),
+            "first_ask_p50_ms": round(statistics.median(first), 2),
+            "first_ask_minus_finder_mean_ms": round(mean, 2),
+            "ci95_ms": [round(mean - half, 2), round(mean + half, 2)]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=20.0, help="Length of each load run.")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "finder_cache.json")
+    parser.add_argument("--questions", type=Path, default=REPO / "eval" / "retrieval_dev.jsonl")
+    parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
+    first_ask = first_ask_cost(args.questions, args.seed)
+    print(f"first ask - finder alone, paired over {first_ask['questions']} questions: mean "
+          f"{first_ask['first_ask_minus_finder_mean_ms']} ms, 95% interval {first_ask['ci95_ms']}", flush=True)
     runs = []
     for round_number in range(1, args.rounds + 1):
-        for finder_cache in ("off", "on"):
+        for finder_cache in SETTINGS:
             runs.append({"round": round_number, "finder_cache": finder_cache, **serve_run(finder_cache, args.seconds)})
             print(json.dumps(runs[-1]), flush=True)
     medians = {setting: {name: round(statistics.median(run[name] for run in runs if run["finder_cache"] == setting), 1)
-                         for name in FIGURES} for setting in ("off", "on")}
-    ratios = {name: round(medians["on"][name] / medians["off"][name], 2) for name in FIGURES if medians["off"][name]}
-    report = {"benchmark": f"benchmarks/serve.py --clients 8 --seconds {args.seconds:g}, finder cache off then on, "
-                           f"{args.rounds} rounds", "runs": runs, "medians": medians, "on_over_off": ratios}
+                         for name in FIGURES} for setting in SETTINGS}
+    ratios = {setting: {name: round(medians[setting][name] / medians["off"][name], 2) for name in FIGURES
+                        if medians["off"][name]} for setting in ("on", "warm")}
+    report = {"benchmark": f"benchmarks/serve.py --clients 8 --seconds {args.seconds:g}, finder cache off, on "
+                           f"(emptied first), warm, {args.rounds} rounds", "first_ask": first_ask, "runs": runs,
+              "medians": medians, "over_off": ratios}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"{'figure':24} {'off':>9} {'on':>9} {'on/off':>7}")
+    print(f"{'figure':28} {'off':>9} {'on':>9} {'warm':>9}")
     for name in FIGURES:
-        print(f"{name:24} {medians['off'][name]:>9} {medians['on'][name]:>9} {ratios.get(name, '-')!s:>7}")
+        print(f"{name:28} {medians['off'][name]:>9} {medians['on'][name]:>9} {medians['warm'][name]:>9}")
     print(f"written {args.out}")
 
 

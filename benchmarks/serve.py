@@ -10,7 +10,8 @@ person reading the answer does. Per run: requests/s,
 p50/p95 per route, errors (goal 0). Then the CLI subprocess path (one `medrag ... --json` process per request,
 sequential), per route, and its ratio to one API client: what a user feels from a warm server. --finder-cache off
 runs the code finder on every request; on (the default) empties its cache first, so the runs include filling it
-(the inputs are drawn at random from the sets: a question is often asked again, as a team's are).
+(the inputs are drawn at random from the sets: a question is often asked again, as a team's are); warm leaves the
+cache as an earlier run left it.
 """
 
 from __future__ import annotations
@@ -190,12 +191,13 @@ def main() -> None:
     parser.add_argument("--cli-per-route", type=int, default=5, help="CLI subprocesses timed per route.")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "serve.json")
-    parser.add_argument("--finder-cache", choices=("on", "off"), default="on",
-                        help="on: the code finder's answers kept, the cache emptied first; off: the finder each time")
+    parser.add_argument("--finder-cache", choices=("on", "warm", "off"), default="on",
+                        help="on: the code finder's answers kept, the cache emptied first; warm: kept, the cache as it "
+                             "is; off: the finder each time")
     args = parser.parse_args()
 
-    finder_cache = args.finder_cache == "on"
-    if finder_cache:
+    finder_cache = args.finder_cache != "off"
+    if args.finder_cache == "on":
         with get_engine().begin() as conn:  # every figure includes filling it
             conn.execute(sql("DELETE FROM medrag_code_cache"))
     inputs = workload()
