@@ -134,6 +134,9 @@ def test_a_release_switched_on_the_primary_reaches_the_replica_while_it_answers(
             searcher = threading.Thread(target=keep_searching)
             searcher.start()
             try:
+                ready = time.monotonic() + 60
+                while answered[0] == 0 and not failures and time.monotonic() < ready:  # answering before the switch
+                    time.sleep(0.1)
                 with indexed_engine.begin() as conn:
                     for statement in switch:
                         conn.execute(text(statement), {"label": other})
