@@ -344,6 +344,19 @@ def render_bench_finder_cache(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def render_bench_cache_warm(report: dict[str, Any]) -> list[str]:
+    """benchmarks/cache_warm.py: first asks after a refresh, the cache cold against warmed by the refresh."""
+    phases, warm = need(report, "first_asks_after_refresh"), need(report, "warm_up")
+    lines = [f"{cell(report.get('benchmark'))}; {cell(report.get('questions'))} questions, the SQL milliseconds of "
+             "each search.", ""]
+    lines += table(["after a refresh", "p50 ms", "p95 ms"],
+                   [[phase.replace("_", " "), figures.get("p50_ms"), figures.get("p95_ms")]
+                    for phase, figures in phases.items()])
+    lines += [f"The warm-up asked {cell(warm.get('asked'))} calls again in {cell(warm.get('seconds'))} s: "
+              f"{cell(warm.get('ms_per_call'))} ms a call on one connection (one core of PostgreSQL).", ""]
+    return lines
+
+
 def render_check(report: dict[str, Any]) -> list[str]:
     """`medrag eval check --json`: per rule, the verdicts judged, accuracy and the precision and recall of errors."""
     rows = [[rule, figures["judged"], figures["accuracy"], figures["error_precision"], figures["error_recall"]]
@@ -451,6 +464,8 @@ KINDS = (
          render_bench_serve),
     Kind("bench_finder_cache.json", "The code finder's answers kept",
          "python benchmarks/finder_cache.py --out docs/results/bench_finder_cache.json", render_bench_finder_cache),
+    Kind("bench_cache_warm.json", "The code cache after a refresh",
+         "python benchmarks/cache_warm.py --out docs/results/bench_cache_warm.json", render_bench_cache_warm),
     Kind("check_dev.json", "Claim-line check: dev set", "medrag eval check --lines eval/check_dev.jsonl --json",
          render_check),
     Kind("check_holdout.json", "Claim-line check: holdout set (written before the check was run on it)",

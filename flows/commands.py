@@ -128,6 +128,11 @@ def _print_summary(summary: dict[str, Any]) -> None:
     output.print(changes_table(summary))
     for line in load_warnings(summary):
         output.print(line, style="yellow", highlight=False)
+    warmed = summary.get("code_cache")
+    if warmed:
+        output.print(f"code cache: {warmed['error']}" if "error" in warmed else
+                     f"code cache warmed: {warmed['asked']} calls asked again in {warmed['seconds']:.1f} s",
+                     style="yellow" if "error" in warmed else None, highlight=False)
     failed = len(summary.get("failed", {}))
     output.print(f"refreshed {len(summary.get('sources', {}))} source(s), {failed} failed, "
                  f"in {summary.get('seconds', 0.0):.1f} s total", highlight=False)

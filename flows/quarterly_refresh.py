@@ -2,7 +2,8 @@
 
 quarterly_refresh runs one subflow per source (discover -> download -> extract/load -> chunk/enrich -> changes ->
 embed/index) in medrag.core.registry.SOURCE_NAMES; a failing source does not stop the others, and the run ends FAILED
-naming it. The run publishes what the releases changed as a markdown artifact.
+naming it. The run publishes what the releases changed as a markdown artifact, then asks the code finder's recent
+calls again on the new data (its cache's key names the data, so a refresh leaves every kept answer behind).
 Every task calls one plain function, so each stays testable without Prefect through `task.fn`.
 """
 
@@ -29,6 +30,7 @@ from sqlalchemy.engine import make_url
 from medrag.changes.compute import ChangeSetOutcome
 from medrag.changes.digest import read_digest
 from medrag.changes.render import markdown
+from medrag.codes.cache import WarmError, warm_code_cache
 from medrag.core.config import Settings, load_settings
 from medrag.core.db import get_engine
 from medrag.core.errors import MedragError
@@ -152,6 +154,18 @@ def embed_stage(settings: Settings, source: str) -> EmbedStats:
     return combine_stats([future.result() for future in futures])
 
 
+@task(name="warm code cache", cache_policy=NO_CACHE)
+def warm_task(settings: Settings) -> dict[str, Any]:
+    """Ask the code finder's recent calls again on the refreshed data (medrag.codes.cache). A warm-up that stops is
+    reported, not a failed refresh: the data is in, and users' first asks only cost the finder again."""
+    with reporting(LineSink(get_run_logger().info)):
+        try:
+            return warm_code_cache(get_engine(settings)).as_json()
+        except WarmError as error:
+            get_run_logger().warning(str(error))
+            return {"error": str(error)}
+
+
 def source_flow(settings: Settings) -> Flow:
     """The per-source flow, on a Dask cluster's task runner when MEDRAG_DASK_ADDRESS names one."""
     if not settings.dask_address:
@@ -237,7 +251,8 @@ def quarterly_refresh(release: str | None = None, sources: list[str] | None = No
     """Refresh the sources in order; FAILED naming the failed sources (after the others ran), else a summary."""
     started = time.perf_counter()
     summary: dict[str, Any] = {"release": release, "force": force, "sources": {}, "failed": {}}
-    per_source = source_flow(load_settings())
+    settings = load_settings()
+    per_source = source_flow(settings)
     for source in ordered_sources(sources):
         state = per_source(source, release, force, return_state=True)
         if state.is_completed():
@@ -246,6 +261,7 @@ def quarterly_refresh(release: str | None = None, sources: list[str] | None = No
             summary["failed"][source] = _failure_reason(state)
     if summary["sources"]:
         publish_digest(list(summary["sources"]))
+        summary["code_cache"] = warm_task(settings)
     summary["seconds"] = round(time.perf_counter() - started, 3)
     if summary["failed"]:
         raise RefreshFailed(summary["failed"], summary)

@@ -19,15 +19,32 @@ AS $$
         (SELECT string_agg(concat_ws(':', id, name), ',' ORDER BY id) FROM embedding_model)))
 $$;
 
--- The key of one call: its arguments, this session's settings (medrag_code_finder_config, but the cache's own size)
--- and the data version.
+-- The settings an answer depends on: this session's (medrag_code_finder_config), but the cache's own size.
+CREATE OR REPLACE FUNCTION medrag_code_cache_settings()
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT md5((medrag_code_finder_config() - 'code_cache_rows')::text)
+$$;
+
+-- The key of one call: its arguments, the settings (medrag_code_cache_settings) and the data version it is read with.
+CREATE OR REPLACE FUNCTION medrag_code_cache_key(term text, systems text[], release_label text, top integer,
+                                                 query_embedding vector, settings_hash text, data_version text)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT md5(jsonb_build_array(term, systems, release_label, top, md5(query_embedding::text), settings_hash,
+                                 data_version)::text)
+$$;
+
+-- The key of one call made now: this session's settings, the current data.
 CREATE OR REPLACE FUNCTION medrag_code_cache_key(term text, systems text[], release_label text, top integer,
                                                  query_embedding vector)
 RETURNS text
 LANGUAGE sql STABLE
 AS $$
-    SELECT md5(jsonb_build_array(term, systems, release_label, top, md5(query_embedding::text),
-                                 md5((medrag_code_finder_config() - 'code_cache_rows')::text), medrag_code_data_version())::text)
+    SELECT medrag_code_cache_key(term, systems, release_label, top, query_embedding, medrag_code_cache_settings(),
+                                 medrag_code_data_version())
 $$;
 
 -- medrag_find_codes, answered from the cache when the same call on the same data was answered before; a new answer
@@ -40,6 +57,7 @@ CREATE OR REPLACE FUNCTION medrag_find_codes_cached(term text, systems text[] DE
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 AS $$
+#variable_conflict use_variable
 DECLARE
     started constant timestamptz := clock_timestamp();
     capacity constant integer := (SELECT code_cache_rows FROM medrag_settings());
@@ -65,7 +83,9 @@ BEGIN
             'trace', jsonb_build_array(format('cache: kept at %s (medrag_code_cache)', kept_at)) || (found -> 'trace'));
     END IF;
     IF NOT current_setting('transaction_read_only')::boolean THEN
-        INSERT INTO medrag_code_cache (cache_key, term, found) VALUES (key, term, found)
+        INSERT INTO medrag_code_cache (cache_key, term, found, systems, release_label, top, query_embedding,
+                                       settings_hash)
+        VALUES (key, term, found, systems, release_label, top, query_embedding, medrag_code_cache_settings())
         ON CONFLICT (cache_key) DO NOTHING
         RETURNING id INTO kept;
         IF kept IS NOT NULL THEN
@@ -74,4 +94,29 @@ BEGIN
     END IF;
     RETURN found;
 END
+$$;
+
+-- The most recent distinct calls kept under this session's settings that the current data has not answered yet:
+-- what a refresh asks again (medrag.codes.cache, `medrag db warm`) so that users' next asks of them are lookups.
+-- Newest first; rows kept before revision 0032 hold no call and are left to age out.
+CREATE OR REPLACE FUNCTION medrag_code_cache_stale(most integer)
+RETURNS TABLE (term text, systems text[], release_label text, top integer, query_embedding vector)
+LANGUAGE sql STABLE
+AS $$
+    WITH now_ AS MATERIALIZED (  -- once, not once per call
+        SELECT medrag_code_cache_settings() AS settings_hash, medrag_code_data_version() AS data_version
+    )
+    SELECT call.term, call.systems, call.release_label, call.top, call.query_embedding
+    FROM now_,
+         LATERAL (SELECT DISTINCT ON (c.term, c.systems, c.release_label, c.top, md5(c.query_embedding::text))
+                         c.id, c.term, c.systems, c.release_label, c.top, c.query_embedding
+                  FROM medrag_code_cache c
+                  WHERE c.settings_hash = now_.settings_hash
+                  ORDER BY c.term, c.systems, c.release_label, c.top, md5(c.query_embedding::text), c.id DESC) call
+    WHERE NOT EXISTS (SELECT 1 FROM medrag_code_cache k
+                      WHERE k.cache_key = medrag_code_cache_key(call.term, call.systems, call.release_label, call.top,
+                                                                call.query_embedding, now_.settings_hash,
+                                                                now_.data_version))
+    ORDER BY call.id DESC
+    LIMIT most
 $$;

@@ -3,9 +3,13 @@ answered from medrag_code_cache with what the finder gave; anything the answer d
 
 from __future__ import annotations
 
-from sqlalchemy import text
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import create_engine, text
 
 from medrag.cli.evaluation import overridden_engine
+from medrag.codes.cache import WarmError, warm_code_cache
 from medrag.codes.finder import CodeFinder
 from medrag.core.db import get_engine
 from medrag.core.tuning import override_in_process
@@ -114,3 +118,87 @@ def test_an_evaluation_runs_without_the_cache_on_an_engine_of_its_own(indexed_en
     with get_engine().connect() as conn:  # the process's shared engine keeps the registry's values
         assert tuple(conn.execute(size).one()) == (20000, 3)
     assert settings == {"code_cache_rows": "0", "max_rounds": "2"}
+
+
+# A new data version as a refresh makes one: one release's row rewritten (moved back after the test).
+NEW_VERSION = "UPDATE release SET loaded_at = loaded_at + :by WHERE id = (SELECT min(id) FROM release)"
+
+
+def stale(conn) -> list[str]:
+    return [row.term for row in conn.execute(text("SELECT term FROM medrag_code_cache_stale(1000)"))]
+
+
+def test_a_warm_up_asks_the_recent_calls_again_on_new_data_so_the_next_search_is_a_lookup(indexed_engine) -> None:
+    queries = ["oxygen concentrator", "walker with wheels"]
+    with indexed_engine.begin() as conn:
+        conn.execute(text("DELETE FROM medrag_code_cache WHERE term = ANY (:terms)"), {"terms": queries})
+    first = {query: search(indexed_engine, query, k=10) for query in queries}
+    with indexed_engine.connect() as conn:
+        assert not set(queries) & set(stale(conn))  # answered on this data already
+    try:
+        with indexed_engine.begin() as conn:
+            conn.execute(text(NEW_VERSION), {"by": timedelta(seconds=1)})
+        with indexed_engine.connect() as conn:
+            assert set(queries) <= set(stale(conn))
+        warmed = warm_code_cache(indexed_engine)
+        assert warmed.asked >= len(queries) and warmed.already_kept == 0
+        with indexed_engine.connect() as conn:
+            assert not set(queries) & set(stale(conn))
+            kept_answer = conn.execute(text(
+                "SELECT found FROM medrag_code_cache WHERE term = :term ORDER BY id DESC LIMIT 1"),
+                {"term": queries[0]}).scalar_one()
+        assert kept_answer["trace"] and "cached" not in kept_answer  # the finder's own answer, kept
+        for query in queries:
+            again = search(indexed_engine, query, k=10)
+            assert [(hit.key, hit.score) for hit in again.hits] == [(hit.key, hit.score) for hit in first[query].hits]
+        assert warm_code_cache(indexed_engine).asked == 0  # nothing left to ask
+    finally:
+        with indexed_engine.begin() as conn:
+            conn.execute(text(NEW_VERSION), {"by": timedelta(seconds=-1)})
+
+
+def test_a_warm_up_asks_only_calls_kept_under_the_same_settings_and_no_more_than_asked(indexed_engine) -> None:
+    terms = ["knee brace", "hearing aid battery", "glucose test strips"]
+    try:
+        with indexed_engine.begin() as conn:
+            conn.execute(text("DELETE FROM medrag_code_cache WHERE term = ANY (:terms)"), {"terms": terms})
+            for term in terms[:2]:
+                conn.execute(text(CACHED), {"term": term})
+            conn.execute(text("SET LOCAL medrag.max_rounds = 2"))  # another setting: another session's answers
+            conn.execute(text(CACHED), {"term": terms[2]})
+            conn.execute(text(NEW_VERSION), {"by": timedelta(seconds=1)})
+        with indexed_engine.connect() as conn:
+            assert stale(conn)[:2] == [terms[1], terms[0]] and terms[2] not in stale(conn)  # newest first
+        assert warm_code_cache(indexed_engine, most=1).asked == 1
+        with indexed_engine.connect() as conn:
+            assert terms[1] not in stale(conn) and terms[0] in stale(conn)
+        with pytest.raises(WarmError, match="0 or more"):
+            warm_code_cache(indexed_engine, most=-1)
+    finally:
+        with indexed_engine.begin() as conn:
+            conn.execute(text(NEW_VERSION), {"by": timedelta(seconds=-1)})
+
+
+def test_a_warm_up_that_loses_its_database_says_so_in_one_line(indexed_engine) -> None:
+    url = indexed_engine.url.set(port=1, password="x")  # nothing listens there
+    broken = create_engine(url)
+    with pytest.raises(WarmError) as raised:
+        warm_code_cache(broken)
+    broken.dispose()
+    assert str(raised.value).startswith("code cache warm-up stopped after 0 calls: ")
+    assert "\n" not in str(raised.value)
+
+
+def test_medrag_db_warm_says_what_it_asked_and_refuses_a_negative_count(cli, indexed_engine) -> None:
+    try:
+        with indexed_engine.begin() as conn:
+            conn.execute(text("DELETE FROM medrag_code_cache WHERE term = 'cane with a quad tip'"))
+            conn.execute(text(CACHED), {"term": "cane with a quad tip"})
+            conn.execute(text(NEW_VERSION), {"by": timedelta(seconds=1)})
+        code, out, _ = cli("db", "warm", "--most", "1")
+        assert code == 0 and out.startswith("code cache warmed: 1 calls asked again (0 already kept) in ")
+    finally:
+        with indexed_engine.begin() as conn:
+            conn.execute(text(NEW_VERSION), {"by": timedelta(seconds=-1)})
+    code, _, err = cli("db", "warm", "--most", "-1")
+    assert code == 2 and "-1 is not in the range x>=0" in err

@@ -300,14 +300,20 @@ def test_second_run_embeds_nothing_and_writes_nothing(first_run, engine, sliced_
           f"embedded), second run {seconds:.1f} s: ratio {seconds / first_seconds:.3f}")
 
 
+WHEELCHAIR = "medrag_find_codes_cached('power wheelchair', ARRAY['HCPCS'], NULL, 5, NULL)"
+
+
 def test_documents_built_by_an_older_format_are_rebuilt_and_re_embedded(first_run, engine, flow_settings) -> None:
     # a database built before HCPCS chunks were embedded from their own descriptions (migration 0012)
     with engine.begin() as conn:
         conn.execute(text("UPDATE chunk SET embedding_text = NULL, content_hash = 'old ' || content_hash "
                           "WHERE source = 'hcpcs'"))
         conn.execute(text("UPDATE release SET documents_format = NULL WHERE source = 'hcpcs'"))
+        conn.execute(text(f"SELECT {WHEELCHAIR}"))  # a user's term, kept on the data before the refresh
     summary = quarterly_refresh(sources=["hcpcs"])
     hcpcs = summary["sources"]["hcpcs"]
+    assert summary["code_cache"]["asked"] >= 1  # asked again on the new data: the user's next ask is a lookup
+    assert scalar(engine, f"SELECT {WHEELCHAIR} ->> 'cached'") == "true"
     assert [load["status"] for load in hcpcs["loads"]] == ["unchanged"]  # nothing downloaded or loaded again
     assert not hcpcs["documents"]["skipped"]
     assert (hcpcs["embedding"]["embedded"], hcpcs["embedding"]["reused"]) == (HCPCS_RECORDS, 0)

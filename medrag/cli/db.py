@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from medrag.codes.cache import WARM_CALLS, warm_code_cache
 from medrag.core.config import Settings, load_settings
 from medrag.core.db import database_url, embedded_server, get_engine, libpq_url
 from medrag.core.embedded_pg import bin_dir
@@ -97,6 +98,17 @@ def db_migrate(revision: str) -> None:
     click.echo(f"schema at revision {migrate.current_revision(url)}")
     if applied:
         click.echo(f"analyst SQL scripts applied: {', '.join(applied)}")
+
+
+@db_group.command("warm")
+@click.option("--most", type=click.IntRange(min=0), default=WARM_CALLS, show_default=True,
+              help="Most recent calls to ask again.")
+def db_warm(most: int) -> None:
+    """Ask the code finder's recent calls again on the current data, so that their next ask after a refresh or a
+    migration is a lookup (the refresh does this at its end)."""
+    stats = warm_code_cache(get_engine(), most)
+    click.echo(f"code cache warmed: {stats.asked} calls asked again ({stats.already_kept} already kept) "
+               f"in {stats.seconds:.1f} s")
 
 
 def _run_tool(tool: str, *args: str) -> None:
