@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -57,14 +58,36 @@ def figures(report: dict) -> dict[str, float]:
                                                      *report["paced_runs"]))}
 
 
-def serve_run(finder_cache: str, seconds: float) -> dict[str, float]:
-    """One benchmarks/serve.py run (8 clients, no CLI part) with the cache off or on."""
+def serve_run(finder_cache: str, seconds: float, env: dict[str, str] | None = None) -> dict[str, float]:
+    """One benchmarks/serve.py run (8 clients, no CLI part) with the cache off or on, the server's environment
+    changed by env."""
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "serve.json"
         subprocess.run([sys.executable, str(REPO / "benchmarks" / "serve.py"), "--clients", "8", "--seconds",
                         str(seconds), "--cli-per-route", "0", "--finder-cache", finder_cache, "--out", str(out)],
-                       check=True, stdout=subprocess.DEVNULL)
+                       check=True, stdout=subprocess.DEVNULL, env={**os.environ, **(env or {})})
         return figures(json.loads(out.read_text()))
+
+
+def medians_and_ratios(runs: list[dict], column: str, settings: list[str], base: str
+                       ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+    """Each figure's median over the runs of each setting (runs[i][column]), and each other setting's ratio to base."""
+    medians = {setting: {name: round(statistics.median(run[name] for run in runs if run[column] == setting), 1)
+                         for name in FIGURES} for setting in settings}
+    ratios = {setting: {name: round(medians[setting][name] / medians[base][name], 2) for name in FIGURES
+                        if medians[base][name]} for setting in settings if setting != base}
+    return medians, ratios
+
+
+def write_and_print(report: dict, out: Path) -> None:
+    """Write the report's JSON and print its medians, a row per figure and a column per setting."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    medians = report["medians"]
+    print(f"{'figure':28}" + "".join(f" {setting:>10}" for setting in medians))
+    for name in FIGURES:
+        print(f"{name:28}" + "".join(f" {medians[setting][name]:>10}" for setting in medians))
+    print(f"written {out}")
 
 
 def timed(conn: psycopg.Connection, statement: str, question: str, vector: str) -> float:
@@ -114,19 +137,11 @@ def main() -> None:
         for finder_cache in SETTINGS:
             runs.append({"round": round_number, "finder_cache": finder_cache, **serve_run(finder_cache, args.seconds)})
             print(json.dumps(runs[-1]), flush=True)
-    medians = {setting: {name: round(statistics.median(run[name] for run in runs if run["finder_cache"] == setting), 1)
-                         for name in FIGURES} for setting in SETTINGS}
-    ratios = {setting: {name: round(medians[setting][name] / medians["off"][name], 2) for name in FIGURES
-                        if medians["off"][name]} for setting in ("on", "warm")}
+    medians, ratios = medians_and_ratios(runs, "finder_cache", list(SETTINGS), "off")
     report = {"benchmark": f"benchmarks/serve.py --clients 8 --seconds {args.seconds:g}, finder cache off, on "
                            f"(emptied first), warm, {args.rounds} rounds", "first_ask": first_ask, "runs": runs,
               "medians": medians, "over_off": ratios}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"{'figure':28} {'off':>9} {'on':>9} {'warm':>9}")
-    for name in FIGURES:
-        print(f"{name:28} {medians['off'][name]:>9} {medians['on'][name]:>9} {medians['warm'][name]:>9}")
-    print(f"written {args.out}")
+    write_and_print(report, args.out)
 
 
 if __name__ == "__main__":

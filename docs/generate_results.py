@@ -357,6 +357,23 @@ def render_bench_cache_warm(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def render_bench_query_vectors(report: dict[str, Any]) -> list[str]:
+    """benchmarks/query_vectors.py: the API with query embeddings kept by text against none kept."""
+    medians, ratios = need(report, "medians"), need(report, "kept_over_none")
+    settings = list(medians)
+    lines = [f"{cell(report.get('benchmark'))}. Median of the runs per setting; CPU is milliseconds a request cost "
+             "the server (Python) or PostgreSQL.", ""]
+    lines += table(["figure", *settings, "kept / none kept"],
+                   [[name, *(medians[setting].get(name) for setting in settings), ratios.get(name)]
+                    for name in medians[settings[0]]])
+    runs = need(report, "runs")
+    names = [name for name in runs[0] if name not in ("round", "query_vectors")]
+    lines += ["Each run:", ""]
+    lines += table(["round", "query vectors", *names],
+                   [[run["round"], run["query_vectors"], *(run[name] for name in names)] for run in runs])
+    return lines
+
+
 def render_check(report: dict[str, Any]) -> list[str]:
     """`medrag eval check --json`: per rule, the verdicts judged, accuracy and the precision and recall of errors."""
     rows = [[rule, figures["judged"], figures["accuracy"], figures["error_precision"], figures["error_recall"]]
@@ -466,6 +483,8 @@ KINDS = (
          "python benchmarks/finder_cache.py --out docs/results/bench_finder_cache.json", render_bench_finder_cache),
     Kind("bench_cache_warm.json", "The code cache after a refresh",
          "python benchmarks/cache_warm.py --out docs/results/bench_cache_warm.json", render_bench_cache_warm),
+    Kind("bench_query_vectors.json", "Query embeddings kept",
+         "python benchmarks/query_vectors.py --out docs/results/bench_query_vectors.json", render_bench_query_vectors),
     Kind("check_dev.json", "Claim-line check: dev set", "medrag eval check --lines eval/check_dev.jsonl --json",
          render_check),
     Kind("check_holdout.json", "Claim-line check: holdout set (written before the check was run on it)",

@@ -4,8 +4,9 @@
 -- migration or a changed setting makes new keys, and the old entries age out past code_cache_rows.
 
 -- The version of what the finder reads: every release (a load, a promotion or a failure rewrites its row), the
--- newest vector (the index stage adds them after a load), the SQL and the migration installed, the synonyms and the
--- embedding models.
+-- newest vector (the index stage adds them after a load), the SQL and the migration installed (generated.sql holds
+-- the synonym table's rows and the finder reads them as its constants) and the embedding models. Read on every
+-- search, so no table is read whole: hashing medrag_synonym's rows cost 0.5 ms of a 0.65 ms call.
 CREATE OR REPLACE FUNCTION medrag_code_data_version()
 RETURNS text
 LANGUAGE sql STABLE
@@ -15,7 +16,6 @@ AS $$
         (SELECT max(chunk_id) FROM chunk_vector),
         (SELECT string_agg(sha256, ',' ORDER BY name) FROM medrag_sql_script),
         (SELECT string_agg(version_num, ',') FROM alembic_version),
-        (SELECT md5(string_agg(s::text, ',' ORDER BY s.position)) FROM medrag_synonym s),
         (SELECT string_agg(concat_ws(':', id, name), ',' ORDER BY id) FROM embedding_model)))
 $$;
 

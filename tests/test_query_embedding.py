@@ -14,7 +14,7 @@ import pytest
 from sentence_transformers import SentenceTransformer
 from tokenizers import Tokenizer
 
-from medrag.core.config import load_settings
+from medrag.core.config import SettingsError, load_settings
 from medrag.index.embedding import DocumentEmbedder
 from medrag.index.onnx_model import BACKEND_ONNX, BACKEND_ONNX_INT8, BACKEND_TORCH, mean_pool, onnx_path_for
 from medrag.retrieval.query_embedding import QueryEmbedder, QueryEmbeddingError, read_whole_words
@@ -167,3 +167,23 @@ def test_knows_the_words_it_has_as_one_token(onnx_embedder: QueryEmbedder, model
     (tmp_path / "tokenizer.json").write_text(json.dumps({"model": {"type": "BPE", "vocab": {"look": 1}}}))
     assert read_whole_words(tmp_path) is None and read_whole_words(tmp_path / "missing") is None
     assert QueryEmbedder(onnx_embedder._backend, BACKEND_ONNX, None).knows_word("demensia")
+
+
+def test_a_question_asked_again_is_not_embedded_again_and_a_kept_size_of_0_keeps_none(
+        model_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    question = "Does Medicare cover a power wheelchair at home?"
+    kept = QueryEmbedder.for_model(model_path, cache_dir, kept=2)
+    first = kept.embed(question)
+    kept.embed("another question")
+    again = kept.embed(question)
+    assert again == first and again is not first  # a fresh list: a caller may change its own
+    assert (kept._vector.cache_info().hits, kept._vector.cache_info().currsize) == (1, 2)
+    kept.embed("a third question")  # past the size the least recently used goes ("another question")
+    kept.embed("another question")
+    assert kept._vector.cache_info().hits == 1
+    none_kept = QueryEmbedder.for_model(model_path, cache_dir, kept=0)
+    assert none_kept.embed(question) == none_kept.embed(question) == first
+    assert none_kept._vector.cache_info().currsize == 0
+    monkeypatch.setenv("MEDRAG_QUERY_VECTORS_KEPT", "-1")
+    with pytest.raises(SettingsError, match="MEDRAG_QUERY_VECTORS_KEPT must be 0 or more, got -1"):
+        load_settings()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from medrag.core.config import Settings
+from medrag.core.config import QUERY_VECTORS_KEPT, Settings
 from medrag.core.errors import MedragError
 from medrag.index.onnx_model import (
     BACKEND_ONNX,
@@ -84,10 +84,12 @@ class QueryEmbedder:
     """Turns one question into the same unit vector the indexing model gives, cheaply enough for every CLI call."""
 
     def __init__(self, backend: _OnnxBackend | _TorchBackend, backend_name: str,
-                 model_path: Path | None = None) -> None:
+                 model_path: Path | None = None, *, kept: int = QUERY_VECTORS_KEPT) -> None:
         self._backend = backend
         self.backend = backend_name
         self._model_path = model_path
+        # the model's vectors by text, the most recently used `kept` (0: none); thread-safe, as the API needs
+        self._vector = functools.lru_cache(maxsize=kept)(backend.embed)
 
     @functools.cached_property
     def _whole_words(self) -> frozenset[str] | None:
@@ -98,11 +100,11 @@ class QueryEmbedder:
     def for_settings(cls, settings: Settings, *, threads: int = QUERY_THREADS) -> QueryEmbedder:
         """The embedder for the configured model and backend, its exports cached in the settings' models folder."""
         return cls.for_model(settings.embedding_model, settings.models_dir, settings.embedding_backend,
-                             threads=threads)
+                             threads=threads, kept=settings.query_vectors_kept)
 
     @classmethod
     def for_model(cls, model_path: str | Path, cache_dir: str | Path, backend: str = BACKEND_ONNX, *,
-                  threads: int = QUERY_THREADS) -> QueryEmbedder:
+                  threads: int = QUERY_THREADS, kept: int = QUERY_VECTORS_KEPT) -> QueryEmbedder:
         """The embedder for model_path with the backend the chunks were embedded with (ONNX exported if missing).
 
         threads: onnxruntime threads per query (QUERY_THREADS). When the ONNX path cannot be used,
@@ -116,12 +118,13 @@ class QueryEmbedder:
                 onnx_path = onnx_path_for(model_path, cache_dir, int8=int8)
                 if not onnx_path.exists():
                     onnx_path = export_onnx(model_path, cache_dir, int8=int8)
-                return cls(_OnnxBackend(OnnxEncoder(model_path, onnx_path, threads=threads)), backend, model_path)
+                return cls(_OnnxBackend(OnnxEncoder(model_path, onnx_path, threads=threads)), backend, model_path,
+                           kept=kept)
             except Exception as error:  # any failure of the fast path still leaves a correct, slower one
                 reason = str(error).splitlines()[0] if str(error) else type(error).__name__
                 log.warning("query embedding: no ONNX model (%s); using torch (the model as sentence-transformers "
                             "runs it), start-up is slower", reason)
-        return cls(_TorchBackend(model_path), BACKEND_TORCH, model_path)
+        return cls(_TorchBackend(model_path), BACKEND_TORCH, model_path, kept=kept)
 
     def knows_word(self, word: str) -> bool:
         """Is word one token of the model's own? A word it has to spell out in pieces may be a misspelling.
@@ -131,8 +134,9 @@ class QueryEmbedder:
         return self._whole_words is None or word.lower() in self._whole_words
 
     def embed(self, text: str) -> list[float]:
-        """The unit-length embedding of text, as a list of floats ready for a pgvector parameter."""
-        return self._backend.embed(text).tolist()
+        """The unit-length embedding of text, as a list of floats ready for a pgvector parameter (a text embedded
+        recently is not embedded again)."""
+        return self._vector(text).tolist()
 
     def embed_many(self, texts: list[str]) -> np.ndarray:
         """Unit-length embeddings of several texts, one per model call (a float32 row per text): an answer's units."""
