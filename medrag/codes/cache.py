@@ -18,7 +18,8 @@ from sqlalchemy.exc import DBAPIError
 from medrag.core.errors import MedragError
 from medrag.core.progress import track
 
-# Calls asked again by default: at about 0.1 s of finder each on 2 cores, under two minutes at the end of a refresh.
+# Calls asked again by default: at about 0.15 s of finder each on 2 cores (benchmarks/cache_warm.py), about two and a
+# half minutes at the end of a refresh.
 WARM_CALLS = 1000
 
 _STALE = text("SELECT term, systems, release_label, top, CAST(query_embedding AS text) AS embedding "

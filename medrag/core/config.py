@@ -92,7 +92,6 @@ class Settings:
     log_queries: str = "full"
     # `medrag ask` (medrag/answer/): evidence threshold, context size and validation strictness.
     answer_min_similarity: float = 0.45
-    query_vectors_kept: int = QUERY_VECTORS_KEPT  # 0: every question goes to the model
     answer_max_sources: int = 6
     answer_max_sentences: int = 6
     answer_support_min: float = 0.5
@@ -104,6 +103,8 @@ class Settings:
     embed_shards: int = 1
     dask_address: str | None = None
     embedding_backend: str = DEFAULT_EMBEDDING_BACKEND
+    # Query embeddings a process keeps by text (QUERY_VECTORS_KEPT; 0: every question goes to the model).
+    query_vectors_kept: int = QUERY_VECTORS_KEPT
     # `medrag serve`: a bearer token every route but /health needs (none: open), requests per minute per client
     # (0: no limit).
     api_token: str | None = None
