@@ -415,15 +415,19 @@ def render_install_size(report: dict[str, Any]) -> list[str]:
                                                                        "", f"Largest now: {largest}."]
 
 
+def training_set(training: dict[str, Any]) -> str:
+    """A fit's training set in words: its pairs by kind, seed and hash."""
+    return (f"{training['pairs']} pairs from the releases ("
+            + ", ".join(f"{kind} {count}" for kind, count in training["by_kind"].items())
+            + f"; seed {training['seed']}, sha256 {training['sha256'][:12]}...)")
+
+
 def render_ranker_fit(report: dict[str, Any]) -> list[str]:
     """`medrag eval fit-ranker`: the training set, the fitted weights, and every code set under each weighting."""
     training = need(report, "training")
     evaluation = need(report, "evaluation")
-    lines = [f"{training['pairs']} pairs from the releases ("
-             + ", ".join(f"{kind} {count}" for kind, count in training["by_kind"].items())
-             + f"; seed {training['seed']}, sha256 {training['sha256'][:12]}...), {need(report, 'rows'):,} candidate "
-             f"rows, {need(report, 'comparisons'):,} comparisons; kept: {'yes' if report.get('kept') else 'no'}. "
-             + evaluation["note"], ""]
+    lines = [f"{training_set(training)}, {need(report, 'rows'):,} candidate rows, {need(report, 'comparisons'):,} "
+             f"comparisons; kept: {'yes' if report.get('kept') else 'no'}. " + evaluation["note"], ""]
     weights = [["hand-set (kept)", *evaluation["hand_set_weights"].values()],
                ["pairwise fit", *[need(report, "weights")[name] for name in ("lexical", "rank", "specificity",
                                                                              "semantic")]],
@@ -433,6 +437,22 @@ def render_ranker_fit(report: dict[str, Any]) -> list[str]:
                      for model in ("hand_set", "pairwise_fit", "pointwise_fit")]]
             for name in evaluation["hand_set"]]
     return lines + table(["code set: top-1 / top-5", "hand-set", "pairwise fit", "pointwise fit"], rows)
+
+
+def render_fusion_fit(report: dict[str, Any]) -> list[str]:
+    """`medrag eval fit-fusion`: the training set, the weights, and every retrieval and answer set under each."""
+    training = need(report, "training")
+    evaluation = need(report, "evaluation")
+    first = need(report, "first_in_group")
+    lines = [f"{training_set(training)}, {need(report, 'pairs_found')} found by a leg, {need(report, 'rows'):,} "
+             f"document rows, {need(report, 'comparisons'):,} comparisons. The pair's document first in its group: "
+             f"hand-set {first['hand_set']}, fitted {first['fitted']}.", ""]
+    names = list(need(report, "weights"))
+    lines += table(["weights", *names], [["hand-set", *[evaluation["hand_set_weights"][name] for name in names]],
+                                         ["fitted", *[report["weights"][name] for name in names]]]) + [""]
+    rows = [[f"{name}: {figure}", evaluation["hand_set"][name][figure], evaluation["fitted"][name][figure]]
+            for name in evaluation["hand_set"] for figure in evaluation["hand_set"][name]]
+    return lines + table(["set: figure", "hand-set", "fitted"], rows)
 
 
 def render_other(report: Any) -> list[str]:
@@ -494,6 +514,9 @@ KINDS = (
     Kind("ranker_fit.json", "Code finder: weights fitted on the releases (not kept)",
          "medrag eval fit-ranker --out docs/results/ranker_fit.json (evaluation: medrag eval codes on each set)",
          render_ranker_fit),
+    Kind("fusion_fit.json", "Search: fusion weights fitted on the releases",
+         "medrag eval fit-fusion --out docs/results/fusion_fit.json; python benchmarks/fusion_eval.py",
+         render_fusion_fit),
     Kind("install_size.json", "Installed size",
          "python benchmarks/install_size.py --out docs/results/install_size.json", render_install_size),
     Kind("bench_changes.json", "What changed benchmark",

@@ -485,6 +485,68 @@ AS $$
     WHERE hit.fit > 0
 $$;
 
+-- Every leg of a search for one query (the legs above): each chunk a leg found, with its place there (per group),
+-- and the vector leg's distance, the fit leg's fit. medrag_search_documents fuses them; medrag_search_leg_shares
+-- gives them to the fusion's fit (medrag.retrieval.fusion). Inlined into its caller's statement, as the legs are.
+CREATE OR REPLACE FUNCTION medrag_search_legs(query_embedding vector, query_text text, pool integer, filters jsonb)
+RETURNS TABLE (id bigint, grp text, leg text, place bigint, distance double precision, fit double precision)
+LANGUAGE sql STABLE
+AS $$
+    WITH settings AS (
+        SELECT q.match_query, q.rank_query, q.misspelt, cue.default_cue, cfg.trigram_max_chars, cfg.text_leg_max_rows,
+               cfg.fit, coalesce(filters, '{}'::jsonb) AS f
+        FROM medrag_settings() cfg,
+             medrag_text_queries(query_text, cfg.match_budget) q,
+             medrag_query_cues(query_text) cue
+    ),
+    vector_leg AS (SELECT v.* FROM medrag_vector_leg(query_embedding, pool, filters) v),
+    text_leg AS (SELECT t.* FROM settings s, LATERAL medrag_text_leg(s.match_query, s.rank_query, pool, s.f,
+                                                                         s.text_leg_max_rows) t),
+    trigram_leg AS (
+        SELECT t.* FROM settings s, LATERAL medrag_trigram_leg(query_text, s.misspelt, pool, s.trigram_max_chars, s.f) t
+    ),
+    exact_leg AS (SELECT e.* FROM settings s, LATERAL medrag_exact_leg(query_text, s.f) e),
+    fit_pool AS (
+        -- the code group's candidates the vector and text legs found, gathered here: a sub-select written as the fit
+        -- leg's argument would keep the planner from inlining the leg
+        SELECT ARRAY(SELECT id FROM vector_leg WHERE grp = 'code' UNION SELECT id FROM text_leg WHERE grp = 'code')
+                   AS ids
+    ),
+    fit_leg AS (
+        SELECT f.* FROM settings s, fit_pool p, LATERAL medrag_fit_leg(p.ids, s.rank_query, s.default_cue, s.fit) f
+    )
+    SELECT id, grp, 'vector', r, distance, NULL::float8 FROM vector_leg
+    UNION ALL SELECT id, grp, 'text', r, NULL, NULL FROM text_leg
+    UNION ALL SELECT id, grp, 'trigram', r, NULL, NULL FROM trigram_leg
+    UNION ALL SELECT id, grp, 'exact', r, NULL, NULL FROM exact_leg
+    UNION ALL SELECT id, grp, 'fit', NULL, NULL, fit FROM fit_leg
+$$;
+
+-- What the fusion's fit reads (medrag.retrieval.fusion): for each document the legs found for a query, its best chunk's
+-- unweighted share in each leg (1 / (rrf_k + place); the fit leg's fit), 0 where a leg did not find it. A search
+-- weighs these shares (medrag_search_documents' legs) and ranks a group's documents by their sum.
+CREATE OR REPLACE FUNCTION medrag_search_leg_shares(query_embedding vector, query_text text,
+                                                    filters jsonb DEFAULT '{}'::jsonb)
+RETURNS TABLE (document_id bigint, source text, key text, grp text, vector double precision, text double precision,
+               trigram double precision, exact double precision, fit double precision)
+LANGUAGE sql STABLE
+AS $$
+    WITH cfg AS (SELECT s.rrf_k, s.default_k * s.pool_per_k + s.pool_extra AS pool FROM medrag_settings() s),
+    share AS (
+        SELECT c.document_id, l.grp, l.leg,
+               max(CASE WHEN l.leg = 'fit' THEN l.fit ELSE 1.0 / (cfg.rrf_k + l.place) END)::float8 AS share
+        FROM cfg, LATERAL medrag_search_legs(query_embedding, query_text, cfg.pool, filters) l
+        JOIN chunk c ON c.id = l.id
+        GROUP BY 1, 2, 3
+    )
+    SELECT s.document_id, d.source, d.key, min(s.grp),
+           coalesce(max(s.share) FILTER (WHERE s.leg = 'vector'), 0), coalesce(max(s.share) FILTER (WHERE s.leg = 'text'), 0),
+           coalesce(max(s.share) FILTER (WHERE s.leg = 'trigram'), 0),
+           coalesce(max(s.share) FILTER (WHERE s.leg = 'exact'), 0), coalesce(max(s.share) FILTER (WHERE s.leg = 'fit'), 0)
+    FROM share s JOIN document d ON d.id = s.document_id
+    GROUP BY s.document_id, d.source, d.key
+$$;
+
 -- The documents of a hybrid search in one statement: the legs above (HNSW cosine neighbours, full text, trigram
 -- title similarity when a word is misspelt, exact identifiers, and the fit of a code's wording), fused by reciprocal
 -- rank fusion and grouped. Code documents (HCPCS, ICD-10-CM: 47k of the corpus's 57k chunks, short and word-dense)
@@ -505,43 +567,27 @@ AS $$
     WITH settings AS (
         SELECT greatest(coalesce(k, cfg.default_k), 1) AS k,
                greatest(coalesce(k, cfg.default_k), 1) * cfg.pool_per_k + cfg.pool_extra AS pool,
-               q.match_query, q.rank_query, q.misspelt, cue.default_cue, cue.intent, cue.named_source,
-               cfg.rrf_k, cfg.fit_weight, cfg.hcpcs_vector_offset, cfg.sure_margin, cfg.sure_trailing_offset,
-               cfg.unsure_trailing_offset, cfg.chunks_per_document, cfg.exact_bonus, cfg.trigram_max_chars,
-               cfg.text_leg_max_rows, cfg.fit,
-               coalesce(filters, '{}'::jsonb) AS f
+               cue.intent, cue.named_source, cfg.rrf_k, cfg.vector_leg_weight, cfg.text_leg_weight,
+               cfg.trigram_leg_weight, cfg.fit_weight, cfg.hcpcs_vector_offset, cfg.sure_margin, cfg.sure_trailing_offset,
+               cfg.unsure_trailing_offset, cfg.chunks_per_document, cfg.exact_bonus
         -- the tuned numbers (medrag/core/tuning.py), each overridable per session: SET medrag.rrf_k = 30
-        FROM medrag_settings() cfg,
-             medrag_text_queries(query_text, cfg.match_budget) q,
-             medrag_query_cues(query_text) cue
+        FROM medrag_settings() cfg, medrag_query_cues(query_text) cue
     ),
-    vector_leg AS (SELECT v.* FROM settings s, LATERAL medrag_vector_leg(query_embedding, s.pool, filters) v),
-    text_leg AS (SELECT t.* FROM settings s, LATERAL medrag_text_leg(s.match_query, s.rank_query, s.pool, s.f,
-                                                                         s.text_leg_max_rows) t),
-    trigram_leg AS (
-        SELECT t.* FROM settings s, LATERAL medrag_trigram_leg(query_text, s.misspelt, s.pool, s.trigram_max_chars, s.f) t
-    ),
-    exact_leg AS (SELECT e.* FROM settings s, LATERAL medrag_exact_leg(query_text, s.f) e),
-    fit_pool AS (
-        -- the code group's candidates the vector and text legs found, gathered here: a sub-select written as the fit
-        -- leg's argument would keep the planner from inlining the leg
-        SELECT ARRAY(SELECT id FROM vector_leg WHERE grp = 'code' UNION SELECT id FROM text_leg WHERE grp = 'code')
-                   AS ids
-    ),
-    fit_leg AS (
-        SELECT f.* FROM settings s, fit_pool p, LATERAL medrag_fit_leg(p.ids, s.rank_query, s.default_cue, s.fit) f
+    leg_hits AS (
+        SELECT l.* FROM settings s, LATERAL medrag_search_legs(query_embedding, query_text, s.pool, filters) l
     ),
     legs AS (
-        -- RRF constant rrf_k (20, not the usual 60): a first place in one leg then outweighs middling places in two
-        -- (with the documents-first ordering below: dev hit@5 0.846 -> 0.904; the blind holdout set unchanged)
-        SELECT id, grp, 'vector' AS leg, 1.0 / ((SELECT rrf_k FROM settings) + r) AS share FROM vector_leg
-        UNION ALL SELECT id, grp, 'text', 1.0 / ((SELECT rrf_k FROM settings) + r) FROM text_leg
-        UNION ALL SELECT id, grp, 'trigram', 1.0 / ((SELECT rrf_k FROM settings) + r) FROM trigram_leg
-        UNION ALL SELECT id, grp, 'exact', 1.0 / ((SELECT rrf_k FROM settings) + r) FROM exact_leg
-        -- the fit itself, not its rank: a rank makes a clear fit (1.3 against 1.1) worth 2/21 against 2/22, and the
-        -- code the other legs liked better won. Against weight 2 on its rank: dev hit@5 0.949 -> 0.963, MRR 0.808 ->
-        -- 0.821; holdout hit@5 0.896 -> 0.917, MRR 0.805 -> 0.804 (fit_weight 0.08 and 0.12 scored as 0.1)
-        UNION ALL SELECT id, grp, 'fit', (SELECT fit_weight FROM settings) * fit FROM fit_leg
+        -- reciprocal rank fusion: a leg's place r adds its weight / (rrf_k + r); rrf_k 20, not the usual 60: a first
+        -- place in one leg then outweighs middling places in two (with the documents-first ordering below: dev hit@5
+        -- 0.846 -> 0.904; the blind holdout set unchanged). The fit adds fit_weight x the fit itself, not its rank:
+        -- a rank makes a clear fit (1.3 against 1.1) worth 2/21 against 2/22, and the code the other legs liked
+        -- better won. The weights are fitted (medrag eval fit-fusion; medrag/core/tuning.py says which are kept).
+        SELECT f.id, f.grp, f.leg,
+               CASE f.leg WHEN 'fit' THEN s.fit_weight * f.fit
+                          ELSE CASE f.leg WHEN 'vector' THEN s.vector_leg_weight WHEN 'text' THEN s.text_leg_weight
+                                          WHEN 'trigram' THEN s.trigram_leg_weight ELSE 1.0 END / (s.rrf_k + f.place)
+               END AS share
+        FROM leg_hits f, settings s
     ),
     fused AS (
         SELECT id, grp, sum(share) AS rrf, sum(share) FILTER (WHERE leg <> 'fit') AS found,
@@ -578,7 +624,7 @@ AS $$
         -- is in for 0.90 of the dev questions (nothing added: 0.81; holdout 0.93 and 0.89)
         SELECT v.grp, min(v.distance + CASE c.source WHEN 'hcpcs' THEN (SELECT hcpcs_vector_offset FROM settings)
                                                      ELSE 0 END) AS distance
-        FROM vector_leg v JOIN chunk c ON c.id = v.id GROUP BY v.grp
+        FROM leg_hits v JOIN chunk c ON c.id = v.id WHERE v.leg = 'vector' GROUP BY v.grp
     ),
     leader AS (
         -- the group the query asks for, else the group whose nearest chunk is closer (when both have vectors)

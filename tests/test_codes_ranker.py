@@ -14,13 +14,12 @@ from medrag.codes.ranker import (
     KINDS,
     collect_rows,
     fit_weights,
-    pairs_hash,
     read_rows,
     rows_path,
-    training_pairs,
     write_rows,
 )
 from medrag.core.tuning import HAND_SET_WEIGHTS, RANKER_MODEL_FILE
+from medrag.retrieval.training import pairs_hash, training_pairs
 
 FIT_RESULT = Path(__file__).resolve().parents[1] / "docs" / "results" / "ranker_fit.json"
 
@@ -56,8 +55,8 @@ def test_rows_round_trip_and_a_fit_needs_a_feature_that_separates(tmp_path) -> N
 
 def test_pairs_come_from_the_releases_in_a_fixed_order(indexed_engine) -> None:
     with indexed_engine.connect() as conn:
-        first, again = training_pairs(conn, 5, 7), training_pairs(conn, 5, 7)
-        other = training_pairs(conn, 5, 8)
+        first, again = training_pairs(conn, 5, 7, KINDS), training_pairs(conn, 5, 7, KINDS)
+        other = training_pairs(conn, 5, 8, KINDS)
     assert first == again and pairs_hash(first) == pairs_hash(again) and pairs_hash(first) != pairs_hash(other)
     assert {pair.kind for pair in first} == set(KINDS) and len(first) == 15
     assert all(pair.phrase == pair.phrase.lower().strip() and pair.code for pair in first)
@@ -67,7 +66,7 @@ def test_each_phrase_becomes_labelled_candidate_rows(indexed_engine) -> None:
     from medrag.codes.finder import CodeFinder
 
     with indexed_engine.connect() as conn:
-        pairs = training_pairs(conn, 3, 7)
+        pairs = training_pairs(conn, 3, 7, KINDS)
     with CodeFinder(indexed_engine) as finder:
         rows = collect_rows(finder, pairs)
     assert rows and {row["kind"] for row in rows} <= set(KINDS)

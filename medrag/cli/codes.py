@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from medrag.cli.evaluation import eval_group, overridden_engine, set_option
+from medrag.cli.evaluation import eval_group, overridden_engine, seed_option, set_option, write_fit
 from medrag.cli.retrieval import query_embedder
 from medrag.codes.clinical_tables import DEFAULT_BASE_URL
 from medrag.codes.finder import DEFAULT_TOP, MAX_TOP, CodeFinder, clean_term
@@ -128,29 +128,25 @@ def fit_confidence(terms_file: Path, out_file: Path) -> None:
 @eval_group.command("fit-ranker")
 @click.option("--per-kind", default=150, show_default=True, type=click.IntRange(min=10),
               help="Training pairs of each kind (Index paths, inclusion terms, HCPCS short descriptions).")
-@click.option("--seed", default=7, show_default=True, type=int, help="Which pairs: the same seed, the same pairs.")
+@seed_option
 @click.option("--out", "out_file", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Where the fitted model is written (its feature rows beside it, NAME.rows.csv.gz). Copied to "
                    "medrag/data/ranker_model.json, the finder scores with it after `medrag db migrate`.")
 def fit_ranker(per_kind: int, seed: int, out_file: Path) -> None:
     """Fit the finder's score weights on (phrase, code) pairs the current releases give, never the eval sets."""
-    from medrag.codes.ranker import collect_rows, fit_weights, pairs_hash, rows_path, training_pairs, write_rows
+    from medrag.codes.ranker import KINDS, collect_rows, fit_weights, write_rows
     from medrag.core import progress
-    from medrag.core.logistic import write_model
+    from medrag.retrieval.training import training_pairs
 
     engine = get_engine()
     with engine.connect() as conn:
-        pairs = training_pairs(conn, per_kind, seed)
+        pairs = training_pairs(conn, per_kind, seed, KINDS)
     with progress.track("fit-ranker: search", total=len(pairs), unit="phrases") as tracker, \
             CodeFinder(engine, embedder_factory=query_embedder) as finder:
         rows = collect_rows(finder, pairs, progress=lambda _done, _total: tracker.advance())
     model = fit_weights(rows)
-    sizes = {kind: sum(1 for pair in pairs if pair.kind == kind) for kind in dict.fromkeys(p.kind for p in pairs)}
-    model = {"training": {"pairs": len(pairs), "by_kind": sizes, "seed": seed, "sha256": pairs_hash(pairs)}, **model}
-    write_model(model, out_file)
-    write_rows(rows, rows_path(out_file))
-    click.echo(f"{len(pairs)} pairs ({', '.join(f'{kind} {n}' for kind, n in sizes.items())}), {model['rows']:,} "
-               f"candidate rows ({model['positives']} the pair's code): weights "
+    trained = write_fit(out_file, pairs, seed, model, rows, write_rows)
+    click.echo(f"{trained}, {model['rows']:,} candidate rows ({model['positives']} the pair's code): weights "
                + ", ".join(f"{name} {value:.3f}" for name, value in model["weights"].items())
                + f"; log loss {model['log_loss']:.3f} -> {out_file}")
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 from sqlalchemy import Engine, create_engine
@@ -14,6 +16,9 @@ from medrag.core.errors import MedragError
 from medrag.core.tuning import apply_overrides, override_in_process, parse_overrides
 from medrag.retrieval.evaluation import DEFAULT_KS, Question, evaluate, load_questions
 from medrag.retrieval.search import SearchFilters, search
+
+if TYPE_CHECKING:
+    from medrag.retrieval.training import TrainingPair
 
 
 @click.group("eval")
@@ -96,6 +101,54 @@ def eval_retrieval(questions_file: Path, ks: str, as_json: bool, text_only: bool
     misses = [q for q in report["questions"] if q[f"hit@{cutoffs[-1]}"] == 0]
     for miss in misses:
         click.echo(f"miss {miss['id']}: {miss['question']!r} -> {', '.join(miss['top'])}", err=True)
+
+
+# The fits on release pairs (fit-ranker, fit-fusion) share how pairs are chosen and how a fit is written.
+seed_option = click.option("--seed", default=7, show_default=True, type=int,
+                           help="Which pairs: the same seed, the same pairs.")
+
+
+def write_fit(out_file: Path, pairs: list[TrainingPair], seed: int, fitted: dict[str, Any],
+              rows: list[dict[str, Any]], write_rows: Callable[[list[dict[str, Any]], Path], None]) -> str:
+    """The model (the training set's size by kind, seed and hash, then the fit) to out_file, its rows beside it;
+    returns the training set in words for the command's line."""
+    from medrag.core.logistic import write_model
+    from medrag.core.pairwise import rows_path
+    from medrag.retrieval.training import pairs_hash
+
+    sizes = {kind: sum(1 for pair in pairs if pair.kind == kind) for kind in dict.fromkeys(p.kind for p in pairs)}
+    write_model({"training": {"pairs": len(pairs), "by_kind": sizes, "seed": seed, "sha256": pairs_hash(pairs)},
+                 **fitted}, out_file)
+    write_rows(rows, rows_path(out_file))
+    return f"{len(pairs)} pairs ({', '.join(f'{kind} {n}' for kind, n in sizes.items())})"
+
+
+@eval_group.command("fit-fusion")
+@click.option("--per-kind", default=250, show_default=True, type=click.IntRange(min=10),
+              help="Training pairs of each kind (Index paths, HCPCS short descriptions, NCD keywords, misspelled).")
+@seed_option
+@click.option("--out", "out_file", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Where the fitted model is written (its rows beside it, NAME.rows.csv.gz). Copied to "
+                   "medrag/data/fusion_model.json, the search uses its weights after `medrag db migrate`.")
+def fit_fusion_command(per_kind: int, seed: int, out_file: Path) -> None:
+    """Fit the search's leg weights on (phrase, document) pairs the current releases give, never the eval sets."""
+    from medrag.cli.retrieval import query_embedder
+    from medrag.core import progress
+    from medrag.retrieval.fusion import KINDS, collect_rows, fit_fusion, write_rows
+    from medrag.retrieval.training import training_pairs
+
+    embedder = query_embedder()
+    with get_engine().connect() as conn:
+        pairs = training_pairs(conn, per_kind, seed, KINDS)
+        with progress.track("fit-fusion: search", total=len(pairs), unit="phrases") as tracker:
+            rows = collect_rows(conn, embedder, pairs, progress=lambda _done, _total: tracker.advance())
+    model = fit_fusion(rows)
+    trained = write_fit(out_file, pairs, seed, model, rows, write_rows)
+    first = model["first_in_group"]
+    click.echo(f"{trained}, {model['pairs_found']} found by a leg, {model['rows']:,} rows: weights "
+               + ", ".join(f"{name} {value}" for name, value in model["weights"].items())
+               + f"; the pair's document first in its group {first['hand_set']:.3f} hand-set, "
+               f"{first['fitted']:.3f} fitted -> {out_file}")
 
 
 COMMANDS = [eval_group]

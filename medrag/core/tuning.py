@@ -31,6 +31,11 @@ RANKER_MODEL_FILE = DATA / "ranker_model.json"
 REFUSAL_GATE_FILE = DATA / "refusal_gate.json"
 HAND_SET_ANSWERABLE_PROBABILITY = 0.15
 HAND_SET_WEIGHTS = {"lexical": 0.60, "rank": 0.05, "specificity": 0.20, "semantic": 0.15}
+# The search's fusion of legs, fitted by `medrag eval fit-fusion` when kept (absent: the hand-set weights).
+FUSION_MODEL_FILE = DATA / "fusion_model.json"
+FUSION_SETTINGS = {"vector": "vector_leg_weight", "text": "text_leg_weight", "trigram": "trigram_leg_weight",
+                   "fit": "fit_weight"}
+HAND_SET_FUSION = {"vector_leg_weight": 1.0, "text_leg_weight": 1.0, "trigram_leg_weight": 1.0, "fit_weight": 0.1}
 CALIBRATION_INPUTS = ("score_weight", "behind_weight", "best_weight", "intercept")
 SQL_TYPES = ("integer", "numeric", "float8")
 
@@ -68,19 +73,36 @@ def _fitted_weights() -> dict[str, float]:
     return json.loads(RANKER_MODEL_FILE.read_text())["weights"] if RANKER_MODEL_FILE.exists() else HAND_SET_WEIGHTS
 
 
+def _fusion_weights() -> dict[str, float]:
+    return json.loads(FUSION_MODEL_FILE.read_text())["weights"] if FUSION_MODEL_FILE.exists() else HAND_SET_FUSION
+
+
+def _fusion() -> tuple[Setting, ...]:
+    weights = _fusion_weights()
+    how = "fitted by `medrag eval fit-fusion`" if FUSION_MODEL_FILE.exists() else "hand-set"
+    return (
+        _numeric("vector_leg_weight", weights["vector_leg_weight"],
+                 f"the search's fusion: the vector leg's place r adds this / (rrf_k + r) ({how})"),
+        _numeric("text_leg_weight", weights["text_leg_weight"], f"the same for the full-text leg ({how})"),
+        _numeric("trigram_leg_weight", weights["trigram_leg_weight"], f"the same for the trigram title leg ({how})"),
+        _numeric("fit_weight", weights["fit_weight"], f"a code's fit (medrag_code_fit) times this joins its fused "
+                                                      f"score ({how})"),
+    )
+
+
 def _calibration() -> dict[str, float]:
     data = json.loads(CONFIDENCE_MODEL_FILE.read_text(encoding="utf-8"))
     return {name: float(data[name]) for name in CALIBRATION_INPUTS}
 
 
 SEARCH = (
-    _integer("rrf_k", 20, "the search's RRF constant: a leg's rank r adds 1/(rrf_k + r)"),
+    _integer("rrf_k", 20, "the search's RRF constant: a leg's rank r adds its weight/(rrf_k + r)"),
+    *_fusion(),
     _integer("pool_per_k", 5, "each leg keeps k * pool_per_k + pool_extra chunks per group"),
     _integer("pool_extra", 20, "see pool_per_k"),
     _integer("match_budget", 800, "chunks' worth of the rarer query words that select rows to rank"),
     _integer("text_leg_max_rows", 2000, "matching chunks the full-text leg ranks at most (ranking costs per row)"),
     _integer("trigram_max_chars", 60, "longest misspelt query the trigram title leg runs for"),
-    _numeric("fit_weight", 0.1, "a code's fit (medrag_code_fit) times this joins its fused score"),
     _real("fit_short_share", 0.75, "an HCPCS short description's fit counts this share of a description's",
           bundle="fit", key="short_share"),
     _real("fit_header_factor", 0.6, "a category header's fit is scaled by this", bundle="fit", key="header_factor"),

@@ -1,0 +1,125 @@
+"""Training pairs the releases give: a phrase and the code or document it names, never taken from the eval sets.
+
+- index: an ICD-10-CM Index path read as a coder would say it ("Calculus > ureter" -> "ureter calculus" -> N20.1);
+- inclusion: a Tabular inclusion term -> its code;
+- hcpcs_short: a HCPCS short description -> its code;
+- ncd_keyword: one of an NCD's keywords (the MCD's own list: "colon cleansing" -> NCD 100.7);
+- misspelled: a phrase of the kinds above with one typing slip in its longest word (a letter doubled, two swapped,
+  one dropped, a vowel changed), the pair's code unchanged: how the search's trigram leg earns its weight.
+
+Each kind draws its pairs in a fixed pseudo-random order (md5 of seed and key), so the same releases and seed give
+the same pairs. The code finder's ranker (medrag/codes/ranker.py) and the search's fusion (medrag.retrieval.fusion)
+are fitted on them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, text
+
+# The document source each kind's pairs name.
+SOURCES = {"index": "icd10cm", "inclusion": "icd10cm", "hcpcs_short": "hcpcs", "ncd_keyword": "ncd"}
+
+_PAIRS = {
+    # Index to Diseases paths of at most three levels whose code is complete; each level's first wording, innermost
+    # first ("Cyst > ovary, ovarian > serous" -> "serous ovary cyst"), nonessential modifiers left out
+    "index": """
+        SELECT lower(array_to_string(ARRAY(SELECT btrim(split_part(regexp_replace(part, '\\s*\\([^)]*\\)', '', 'g'),
+                                                                 ',', 1))
+                                           FROM unnest(string_to_array(e.path, ' > ')) WITH ORDINALITY AS p(part, n)
+                                           ORDER BY n DESC), ' ')) AS phrase, e.code
+        FROM v_icd10cm_index e
+        WHERE e.index_name = 'diseases' AND e.code ~ '^[A-Z][0-9A-Z.]+[0-9A-Z]$'
+          AND e.level <= 2 AND e.path !~* '(NEC|NOS|see |specified|other|unspecified)'
+          -- the newest release with an Index (the Index of a year comes with its code tables, not always loaded)
+          AND e.release = (SELECT max(i.release) FROM v_icd10cm_index i WHERE i.index_name = 'diseases')
+        ORDER BY md5(:seed || e.entry_id::text) LIMIT :n""",
+    "inclusion": """
+        SELECT lower(term) AS phrase, c.code
+        FROM icd10cm_code c JOIN release r ON r.id = c.release_id AND r.is_current,
+             unnest(c.inclusion_terms) AS term
+        WHERE c.billable AND c.seventh_character IS NULL AND term !~* '(NEC|NOS|other|unspecified)'
+        ORDER BY md5(:seed || c.code || term) LIMIT :n""",
+    "hcpcs_short": """
+        SELECT lower(h.short_description) AS phrase, h.code
+        FROM hcpcs_code h JOIN release r ON r.id = h.release_id AND r.is_current
+        WHERE h.kind = 'procedure' AND h.termination_date IS NULL AND h.short_description !~* '(NOC|NOS|misc)'
+        ORDER BY md5(:seed || h.code) LIMIT :n""",
+    # a keyword two current NCDs share names neither
+    "ncd_keyword": """
+        SELECT k.phrase, min(n.section) AS code
+        FROM ncd n, LATERAL (SELECT DISTINCT lower(btrim(word)) AS phrase
+                             FROM unnest(string_to_array(n.keywords, ',')) AS word) k
+        WHERE n.is_current AND length(k.phrase) > 3
+        GROUP BY k.phrase HAVING count(DISTINCT n.section) = 1
+        ORDER BY md5(:seed || k.phrase) LIMIT :n""",
+}
+_VOWELS = "aeiou"
+
+
+@dataclass(frozen=True)
+class TrainingPair:
+    """A phrase the releases pair with a code (or an NCD's section), and where the pair came from."""
+
+    kind: str
+    phrase: str
+    code: str
+    source: str
+
+
+def training_pairs(conn: Connection, per_kind: int, seed: int, kinds: Sequence[str]) -> list[TrainingPair]:
+    """`per_kind` pairs of each kind from the current releases, in a fixed order; misspelled ones come from the pairs
+    of the other kinds asked for."""
+    pairs = []
+    for kind in (kind for kind in kinds if kind != "misspelled"):
+        rows = conn.execute(text(_PAIRS[kind]), {"seed": str(seed), "n": per_kind}).all()
+        pairs += [TrainingPair(kind, " ".join(phrase.split()), code, SOURCES[kind])
+                  for phrase, code in rows if phrase.strip()]
+    if "misspelled" in kinds:
+        slipped = [(misspelled(pair.phrase, seed), pair)
+                   for pair in sorted(pairs, key=lambda pair: _digest(seed, pair.phrase))]
+        pairs += [TrainingPair("misspelled", phrase, pair.code, pair.source)
+                  for phrase, pair in slipped if phrase is not None][:per_kind]
+    return pairs
+
+
+def misspelled(phrase: str, seed: int) -> str | None:
+    """The phrase with one typing slip in its longest word (the first of equal length), chosen by md5 of seed and
+    phrase; None when that word is shorter than six letters or not all letters."""
+    words = phrase.split()
+    at = max(range(len(words)), key=lambda n: (len(words[n]), -n))
+    word = words[at]
+    if len(word) < 6 or not word.isalpha():
+        return None
+    digest = _digest(seed, phrase)
+    place, slip = 1 + digest % (len(word) - 2), (digest >> 8) % 4
+    if slip == 0:
+        typed = word[:place] + word[place] + word[place:]  # a letter doubled
+    elif slip == 1:
+        typed = word[:place] + word[place + 1] + word[place] + word[place + 2:]  # two letters swapped
+    elif slip == 2:
+        typed = word[:place] + word[place + 1:]  # a letter dropped
+    else:
+        vowels = [n for n in range(1, len(word) - 1) if word[n] in _VOWELS]
+        if not vowels:
+            return None
+        n = vowels[digest % len(vowels)]
+        typed = word[:n] + _VOWELS[(_VOWELS.index(word[n]) + 1 + (digest >> 12) % 4) % 5] + word[n + 1:]
+    if typed == word:
+        return None
+    return " ".join([*words[:at], typed, *words[at + 1:]])
+
+
+def pairs_hash(pairs: list[TrainingPair]) -> str:
+    """SHA-256 of the pairs (kind, phrase, code), one per line in order: which training set a model came from."""
+    digest = hashlib.sha256()
+    for pair in pairs:
+        digest.update(f"{pair.kind}\t{pair.phrase}\t{pair.code}\n".encode())
+    return digest.hexdigest()
+
+
+def _digest(seed: int, phrase: str) -> int:
+    return int(hashlib.md5(f"{seed}|{phrase}".encode()).hexdigest(), 16)
