@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from medrag.core import tuning
-from medrag.core.pairwise import rows_path
+from medrag.core.pairwise import FitError, rows_path
 from medrag.retrieval.fusion import FEATURES, KINDS, collect_rows, first_in_group, fit_fusion, read_rows, write_rows
 from medrag.retrieval.training import SOURCES, misspelled, pairs_hash, training_pairs
 
@@ -65,8 +65,10 @@ def test_rows_round_trip_and_the_legs_are_scaled_to_the_vector_leg(tmp_path) -> 
     assert model["weights"]["vector_leg_weight"] == 1.0 and model["weights"]["text_leg_weight"] > 1.0
     assert model["first_in_group"] == {"hand_set": 1.0, "fitted": 1.0}
     assert first_in_group(rows, {**tuning.HAND_SET_FUSION, "text_leg_weight": 0.0}) == 0.0
-    with pytest.raises(ValueError, match="vector leg does not separate"):
+    with pytest.raises(FitError, match="vector leg does not separate"):
         fit_fusion([{**row, "vector": -row["vector"]} for row in rows])
+    with pytest.raises(FitError, match="are the current releases loaded and indexed"):
+        fit_fusion([])  # a database without releases gives no pairs: a MedragError, one line from the CLI
 
 
 def test_pairs_come_from_the_releases_in_a_fixed_order(indexed_engine) -> None:
@@ -118,7 +120,7 @@ def test_a_documents_score_is_its_leg_shares_weighed(indexed_engine) -> None:
         engine.dispose()
 
 
-def test_fit_fusion_writes_the_model_and_its_rows(cli, tmp_path) -> None:
+def test_fit_fusion_writes_the_model_and_its_rows(cli, indexed_engine, tmp_path) -> None:
     out = tmp_path / "fusion.json"
     code, stdout, _ = cli("eval", "fit-fusion", "--per-kind", "10", "--out", str(out))
     assert code == 0, stdout
@@ -126,3 +128,10 @@ def test_fit_fusion_writes_the_model_and_its_rows(cli, tmp_path) -> None:
     assert model["training"]["by_kind"] == {kind: 10 for kind in KINDS}
     assert fit_fusion(read_rows(rows_path(out)))["weights"] == model["weights"]
     assert "pairs (index 10" in stdout and str(out) in stdout
+
+
+def test_an_out_file_that_cannot_be_written_is_refused_before_the_work(cli, tmp_path) -> None:
+    for command in ("fit-fusion", "fit-ranker"):
+        code, _, stderr = cli("eval", command, "--out", str(tmp_path / "missing" / "model.json"))
+        assert code == 2 and "does not exist or cannot be written" in stderr
+        assert len(stderr.strip().splitlines()) == 1

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from medrag.cli.evaluation import eval_group, overridden_engine, seed_option, set_option, write_fit
+from medrag.cli.evaluation import eval_group, overridden_engine, seed_option, set_option, writable, write_fit
 from medrag.cli.retrieval import query_embedder
 from medrag.codes.clinical_tables import DEFAULT_BASE_URL
 from medrag.codes.finder import DEFAULT_TOP, MAX_TOP, CodeFinder, clean_term
@@ -138,6 +138,7 @@ def fit_ranker(per_kind: int, seed: int, out_file: Path) -> None:
     from medrag.core import progress
     from medrag.retrieval.training import training_pairs
 
+    writable(out_file)
     engine = get_engine()
     with engine.connect() as conn:
         pairs = training_pairs(conn, per_kind, seed, KINDS)

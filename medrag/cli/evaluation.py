@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -108,6 +109,14 @@ seed_option = click.option("--seed", default=7, show_default=True, type=int,
                            help="Which pairs: the same seed, the same pairs.")
 
 
+def writable(out_file: Path) -> Path:
+    """The --out file, checked before the work: its folder exists and can be written."""
+    folder = out_file.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise MedragError(f"--out {out_file}: folder {folder} does not exist or cannot be written")
+    return out_file
+
+
 def write_fit(out_file: Path, pairs: list[TrainingPair], seed: int, fitted: dict[str, Any],
               rows: list[dict[str, Any]], write_rows: Callable[[list[dict[str, Any]], Path], None]) -> str:
     """The model (the training set's size by kind, seed and hash, then the fit) to out_file, its rows beside it;
@@ -137,6 +146,7 @@ def fit_fusion_command(per_kind: int, seed: int, out_file: Path) -> None:
     from medrag.retrieval.fusion import KINDS, collect_rows, fit_fusion, write_rows
     from medrag.retrieval.training import training_pairs
 
+    writable(out_file)
     embedder = query_embedder()
     with get_engine().connect() as conn:
         pairs = training_pairs(conn, per_kind, seed, KINDS)

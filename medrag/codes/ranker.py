@@ -50,7 +50,7 @@ def fit_weights(rows: list[dict[str, Any]]) -> dict[str, Any]:
     fit = pairwise.fit_pairwise(rows, FEATURES)
     raw = [max(float(value), 0.0) for value in fit.coefficients]
     if sum(raw) <= 0:
-        raise ValueError("no feature separates the training codes: every fitted weight is at most zero")
+        raise pairwise.FitError("no feature separates the training codes: every fitted weight is at most zero")
     return {"weights": {name: round(value / sum(raw), 4) for name, value in zip(FEATURES, raw, strict=True)},
             "coefficients": {name: round(float(value), 4)
                              for name, value in zip(FEATURES, fit.coefficients, strict=True)},

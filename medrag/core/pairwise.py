@@ -19,10 +19,15 @@ from typing import Any
 
 import numpy as np
 
+from medrag.core.errors import MedragError
 from medrag.core.logistic import fit_logistic, log_loss
 
 # L2 penalty on the weights, in units of the summed log-likelihood.
 L2_PENALTY = 1.0
+
+
+class FitError(MedragError, ValueError):
+    """The rows cannot be fitted: nothing to compare, or no feature that separates."""
 
 
 @dataclass(frozen=True)
@@ -48,7 +53,8 @@ def fit_pairwise(rows: list[dict[str, Any]], features: Sequence[str],
             differences += [[positive[name] - row[name] for name in features]
                             for row in candidates if not row["label"] and rival(positive, row)]
     if not differences:
-        raise ValueError("no pair has both its own candidate and another one to rank it against")
+        raise FitError("no training pair has both its own candidate and another one to rank it against "
+                       "(are the current releases loaded and indexed?)")
     x = np.array(differences, dtype=float)
     x, y = np.vstack([x, -x]), np.concatenate([np.ones(len(x)), np.zeros(len(x))])
     beta = fit_logistic(x, y, L2_PENALTY)

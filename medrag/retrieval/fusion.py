@@ -61,7 +61,7 @@ def fit_fusion(rows: list[dict[str, Any]]) -> dict[str, Any]:
     fit = pairwise.fit_pairwise(rows, FEATURES)
     coefficients = dict(zip(FEATURES, (float(value) for value in fit.coefficients), strict=True))
     if coefficients["vector"] <= 0:
-        raise ValueError("the vector leg does not separate the training documents: nothing to scale the legs by")
+        raise pairwise.FitError("the vector leg does not separate the training documents: nothing to scale the legs by")
     weights = {setting: round(max(coefficients[feature], 0.0) / coefficients["vector"], 4)
                for feature, setting in FUSION_SETTINGS.items()}
     return {"weights": weights, "coefficients": {name: round(value, 4) for name, value in coefficients.items()},
