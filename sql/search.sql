@@ -534,7 +534,7 @@ AS $$
     WITH cfg AS (SELECT s.rrf_k, s.default_k * s.pool_per_k + s.pool_extra AS pool FROM medrag_settings() s),
     share AS (
         SELECT c.document_id, l.grp, l.leg,
-               max(CASE WHEN l.leg = 'fit' THEN l.fit ELSE 1.0 / (cfg.rrf_k + l.place) END)::float8 AS share
+               max(CASE WHEN l.leg = 'fit' THEN l.fit ELSE 1::numeric / (cfg.rrf_k + l.place) END)::float8 AS share
         FROM cfg, LATERAL medrag_search_legs(query_embedding, query_text, cfg.pool, filters) l
         JOIN chunk c ON c.id = l.id
         GROUP BY 1, 2, 3
@@ -585,7 +585,7 @@ AS $$
         SELECT f.id, f.grp, f.leg,
                CASE f.leg WHEN 'fit' THEN s.fit_weight * f.fit
                           ELSE CASE f.leg WHEN 'vector' THEN s.vector_leg_weight WHEN 'text' THEN s.text_leg_weight
-                                          WHEN 'trigram' THEN s.trigram_leg_weight ELSE 1.0 END / (s.rrf_k + f.place)
+                                          WHEN 'trigram' THEN s.trigram_leg_weight ELSE 1::numeric END / (s.rrf_k + f.place)
                END AS share
         FROM leg_hits f, settings s
     ),

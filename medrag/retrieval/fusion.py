@@ -73,13 +73,16 @@ def fit_fusion(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def first_in_group(rows: list[dict[str, Any]], weights: dict[str, float]) -> float:
     """Share of the pairs whose document scores above every other document of its group under these weights."""
-    scores: dict[int, tuple[float, list[float]]] = {}
+    own: dict[int, float] = {}
+    best_rival: dict[int, float] = {}
     for row in rows:
         score = sum(weights[setting] * row[feature] for feature, setting in FUSION_SETTINGS.items())
-        mine, others = scores.get(row["pair"], (float("-inf"), []))
-        scores[row["pair"]] = (score, others) if row["label"] else (mine, [*others, score])
-    firsts = sum(1 for mine, others in scores.values() if all(mine > other for other in others))
-    return round(firsts / len(scores), 4) if scores else 0.0
+        if row["label"]:
+            own[row["pair"]] = score
+        else:
+            best_rival[row["pair"]] = max(score, best_rival.get(row["pair"], float("-inf")))
+    firsts = sum(1 for pair, score in own.items() if score > best_rival.get(pair, float("-inf")))
+    return round(firsts / len(own), 4) if own else 0.0
 
 
 def write_rows(rows: list[dict[str, Any]], path: Path) -> None:
