@@ -5,7 +5,8 @@
 
 -- The version of what the finder reads: every release (a load, a promotion or a failure rewrites its row), the
 -- newest vector (the index stage adds them after a load), the SQL and the migration installed (generated.sql holds
--- the synonym table's rows and the finder reads them as its constants) and the embedding models. Read on every
+-- the synonym table's rows and the finder reads them as its constants) and the embedding models with how many of
+-- their words are stored (medrag_known_word reads them: a model's words stored later change answers). Read on every
 -- search, so no table is read whole: hashing medrag_synonym's rows cost 0.5 ms of a 0.65 ms call.
 CREATE OR REPLACE FUNCTION medrag_code_data_version()
 RETURNS text
@@ -16,7 +17,7 @@ AS $$
         (SELECT max(chunk_id) FROM chunk_vector),
         (SELECT string_agg(sha256, ',' ORDER BY name) FROM medrag_sql_script),
         (SELECT string_agg(version_num, ',') FROM alembic_version),
-        (SELECT string_agg(concat_ws(':', id, name), ',' ORDER BY id) FROM embedding_model)))
+        (SELECT string_agg(concat_ws(':', id, name, whole_words), ',' ORDER BY id) FROM embedding_model)))
 $$;
 
 -- The settings an answer depends on: this session's (medrag_code_finder_config), but the cache's own size.

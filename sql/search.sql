@@ -128,7 +128,9 @@ $$;
 
 -- Is a typed word (lower case) one the corpus knows, and so not misspelt: the word or its lexeme is in the corpus, or
 -- it is a word of a known lay term or abbreviation ("underactive thyroid", "strep throat", "GERD": its expansion says
--- what it means, and its nearest corpus word, "interactive", "stress", "germ", would not). Read by medrag_spelling
+-- what it means, and its nearest corpus word, "interactive", "stress", "germ", would not), or the embedding model has
+-- it as one token of its own (embedding_model_word: a real word the corpus never uses, "look", "premium", "catches",
+-- is no misspelt "loop", "premix", "crutches"; the query embedder reads the same vocabulary). Read by medrag_spelling
 -- and by the code finder before it corrects a word no code's wording holds ("medicare" is no misspelt "medical").
 -- Scalar sub-selects, not EXISTS over a join: the planner would hash the whole vocabulary for a few words.
 CREATE OR REPLACE FUNCTION medrag_known_word(typed_word text)
@@ -140,6 +142,7 @@ AS $$
             WHERE known.lexeme = (tsvector_to_array(to_tsvector('english', typed_word)))[1]) > 0
         OR (SELECT count(*) FROM medrag_search_synonym known
             WHERE ' ' || known.term || ' ' LIKE '% ' || typed_word || ' %') > 0
+        OR (SELECT count(*) FROM embedding_model_word known WHERE known.word = typed_word) > 0
 $$;
 
 -- The hyphenated corpus words each typed word spells without its hyphens ("checkup": check-up, "xray": x-ray), with

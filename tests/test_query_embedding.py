@@ -16,8 +16,9 @@ from tokenizers import Tokenizer
 
 from medrag.core.config import SettingsError, load_settings
 from medrag.index.embedding import DocumentEmbedder
+from medrag.index.model_words import read_whole_words
 from medrag.index.onnx_model import BACKEND_ONNX, BACKEND_ONNX_INT8, BACKEND_TORCH, mean_pool, onnx_path_for
-from medrag.retrieval.query_embedding import QueryEmbedder, QueryEmbeddingError, read_whole_words
+from medrag.retrieval.query_embedding import QueryEmbedder, QueryEmbeddingError
 from medrag.sources.mcd.release import ncd_documents, read_mcd_csv
 
 NCD_TRKG = Path("mcd/ncd/ncd_csv/ncd_trkg.csv")

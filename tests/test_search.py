@@ -13,6 +13,7 @@ from sqlalchemy import create_engine, text
 
 from medrag.cli.retrieval import query_embedder
 from medrag.core.db import libpq_url
+from medrag.index.model_words import read_whole_words, store_model_words
 from medrag.retrieval.search import QueryError, SearchFilters, embedding_text, search, vector_literal
 
 
@@ -84,6 +85,26 @@ def test_the_vector_leg_embeds_the_corrected_spelling(indexed_engine, embedder) 
     ncd = SearchFilters(sources=("ncd",))
     result = search(indexed_engine, "demensia PET scan", k=3, filters=ncd, embedder=embedder)
     assert result.hits[0].key == "220.6.13"  # FDG PET for Dementia ...; embedded as typed: 220.6 first
+
+
+def test_a_real_word_the_corpus_never_uses_is_not_misspelt(indexed_engine, indexed_settings) -> None:
+    """"look" is in no chunk, but the embedding model has it whole: it stays as typed (not "loop"), while "diabetis",
+    which the model spells out in pieces, is corrected. The model's words are stored once, by the embedding stage."""
+    words = read_whole_words(indexed_settings.embedding_model)
+
+    def corrected(conn) -> dict[str, str]:
+        return dict(conn.execute(text("SELECT typed, corrected FROM medrag_spelling('look for diabetis')")).all())
+
+    with indexed_engine.connect() as conn:
+        stored = conn.execute(text("SELECT id, whole_words FROM embedding_model")).all()
+        assert "look" in words and "diabetis" not in words
+        assert [count for _, count in stored] == [len(words)] and set(corrected(conn)) == {"diabetis"}
+        assert store_model_words(conn.connection.driver_connection, stored[0].id,
+                                 indexed_settings.embedding_model) is None  # already stored: nothing written
+        # the stored words are what spare it: without "look" among them it is corrected again
+        conn.execute(text("DELETE FROM embedding_model_word WHERE word = 'look'"))
+        assert "look" in corrected(conn)
+        conn.rollback()
 
 
 def test_lay_terms_and_abbreviations_add_their_clinical_wording(indexed_engine) -> None:

@@ -185,6 +185,18 @@ class EmbeddingModel(Base):
     export_format: Mapped[str] = mapped_column(Text, server_default=text("''"))
     dimension: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    # how many of its words embedding_model_word holds (medrag.index.model_words); NULL: not stored yet
+    whole_words: Mapped[int | None] = mapped_column(Integer)
+
+
+class EmbeddingModelWord(Base):
+    """A word an embedding model has as one token of its own: a real word, never spelling-corrected."""
+
+    __tablename__ = "embedding_model_word"
+
+    word: Mapped[str] = mapped_column(Text, primary_key=True)
+    model_id: Mapped[int] = mapped_column(SmallInteger, ForeignKey("embedding_model.id", ondelete="CASCADE"),
+                                          primary_key=True)
 
 
 class DeferredIndex(Base):

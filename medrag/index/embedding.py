@@ -28,6 +28,7 @@ from medrag.core.db import libpq_url
 from medrag.core.errors import MedragError
 from medrag.core.progress import Tracker, track
 from medrag.index.encoder import BatchEncoder, TokenBatch, UnsupportedModelError
+from medrag.index.model_words import store_model_words
 from medrag.index.onnx_model import (
     BACKEND_ONNX_INT8,
     BACKEND_TORCH,
@@ -423,12 +424,15 @@ def embed_pending(
         identity = embedder.identity
         # 0 is no model's id: before its first use every chunk is pending for it
         scope["model"] = _known_model_id(conn, identity) or 0
+        if scope["model"]:  # written once per model; a database migrated past 0033 gets them on its next run
+            store_model_words(conn, scope["model"], embedder.model_path)
         pending_rows = dict(conn.execute(_PENDING_ROWS_BY_SOURCE, scope).fetchall())
         if not pending_rows:  # nothing to do: the model is never loaded
             rebuild_deferred_indexes(conn)  # a graph an interrupted run left dropped
             return EmbedStats(0, 0, 0.0, 0.0, 0.0, model=str(identity))
         if not scope["model"]:  # its first vectors: registered once the model shows they fit the column
             scope["model"] = _register_model(conn, embedder)
+            store_model_words(conn, scope["model"], embedder.model_path)
         # shards run side by side: one would rebuild a graph while another still fills it
         deferred = defer_indexes(conn, pending_rows) if shards is None else []
         started_stage = time.perf_counter()

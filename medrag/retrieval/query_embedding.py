@@ -8,7 +8,6 @@ ONNX file has to be made (export_onnx) or cannot be used (the fallback).
 from __future__ import annotations
 
 import functools
-import json
 import logging
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import numpy as np
 
 from medrag.core.config import QUERY_VECTORS_KEPT, Settings
 from medrag.core.errors import MedragError
+from medrag.index.model_words import read_whole_words
 from medrag.index.onnx_model import (
     BACKEND_ONNX,
     BACKEND_ONNX_INT8,
@@ -67,17 +67,6 @@ class _TorchBackend:
 
     def embed_many(self, texts: list[str]) -> np.ndarray:
         return self.embedder.encode(texts)
-
-
-def read_whole_words(model_path: str | Path) -> frozenset[str] | None:
-    """The words a WordPiece model has as one token of its own (None for another tokenizer, or none to read)."""
-    try:
-        model = json.loads((Path(model_path) / "tokenizer.json").read_text())["model"]
-    except (OSError, ValueError, KeyError):
-        return None
-    if model.get("type") != "WordPiece":
-        return None
-    return frozenset(token for token in model["vocab"] if token.isalpha())
 
 
 class QueryEmbedder:
