@@ -14,8 +14,7 @@ from typing import Any
 
 import psycopg
 
-# the model's row locked: shards of one refresh embed side by side, and the first to get here writes the words
-_STORED = "SELECT whole_words IS NOT NULL FROM embedding_model WHERE id = %s FOR UPDATE"
+_STORED = "SELECT whole_words IS NOT NULL FROM embedding_model WHERE id = %s"
 _COPY_WORDS = "COPY embedding_model_word (model_id, word) FROM STDIN"
 _MARK_STORED = "UPDATE embedding_model SET whole_words = %s WHERE id = %s"
 
@@ -34,9 +33,12 @@ def read_whole_words(model_path: str | Path) -> frozenset[str] | None:
 def store_model_words(conn: psycopg.Connection[Any], model_id: int, model_path: str | Path) -> int | None:
     """Write a registered model's whole words into embedding_model_word once; how many were written (None: already
     stored). A model without a WordPiece vocabulary stores none, and every word is then judged by the corpus alone."""
+    if conn.execute(_STORED, (model_id,)).fetchone()[0]:
+        return None  # the usual case, read without a lock: an unchanged refresh writes nothing here
     words = sorted(read_whole_words(model_path) or ())
     with conn.transaction():
-        if conn.execute(_STORED, (model_id,)).fetchone()[0]:
+        # the model's row locked, then asked again: shards of one refresh embed side by side, the first writes them
+        if conn.execute(_STORED + " FOR UPDATE", (model_id,)).fetchone()[0]:
             return None
         with conn.cursor().copy(_COPY_WORDS) as copy:
             for word in words:
