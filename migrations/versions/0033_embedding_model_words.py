@@ -1,6 +1,6 @@
 """embedding_model_word: the words each embedding model knows whole (medrag.index.model_words), read by
 medrag_known_word so a real word the corpus never uses is not spelling-corrected; embedding_model.whole_words says
-how many were stored (NULL: not yet, the next `medrag index` or refresh stores them).
+how many were stored (NULL: not yet; the next refresh's embedding stage stores them, even with nothing to embed).
 
 Revision ID: 0033
 Revises: 0032
