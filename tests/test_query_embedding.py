@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,16 @@ from tokenizers import Tokenizer
 from medrag.core.config import SettingsError, load_settings
 from medrag.index.embedding import DocumentEmbedder
 from medrag.index.model_words import read_whole_words
-from medrag.index.onnx_model import BACKEND_ONNX, BACKEND_ONNX_INT8, BACKEND_TORCH, mean_pool, onnx_path_for
+from medrag.index.onnx_model import (
+    BACKEND_ONNX,
+    BACKEND_ONNX_INT8,
+    BACKEND_TORCH,
+    DIGESTS_FOLDER,
+    mean_pool,
+    model_content_digest,
+    model_fingerprint,
+    onnx_path_for,
+)
 from medrag.retrieval.query_embedding import QueryEmbedder, QueryEmbeddingError
 from medrag.sources.mcd.release import ncd_documents, read_mcd_csv
 
@@ -108,12 +118,37 @@ def test_mean_pool_ignores_padding() -> None:
 
 def test_the_export_is_cached_and_reused(onnx_embedder: QueryEmbedder, model_path: Path, cache_dir: Path) -> None:
     onnx_path = onnx_path_for(model_path, cache_dir)
-    assert [path.name for path in cache_dir.iterdir()] == [onnx_path.name]
+    assert [path.name for path in cache_dir.glob("*.onnx")] == [onnx_path.name]
     made_at = onnx_path.stat().st_mtime_ns
     again = QueryEmbedder.for_model(model_path, cache_dir)
     assert again.backend == BACKEND_ONNX
     assert onnx_path.stat().st_mtime_ns == made_at
     assert again.embed("home oxygen therapy") == onnx_embedder.embed("home oxygen therapy")
+
+
+def test_copies_of_one_model_share_one_export(model_path: Path, tmp_path: Path) -> None:
+    # a fresh virtualenv's copy: the same bytes, new modification times
+    copy = Path(shutil.copytree(model_path, tmp_path / "copy", copy_function=shutil.copyfile))
+    cache = tmp_path / "cache"
+    assert model_fingerprint(copy) != model_fingerprint(model_path)
+    assert onnx_path_for(copy, cache) == onnx_path_for(model_path, cache)
+    assert onnx_path_for(copy, cache, int8=True) == onnx_path_for(model_path, cache, int8=True)
+    assert sorted(path.read_text() for path in (cache / DIGESTS_FOLDER).iterdir()) == [model_content_digest(copy)] * 2
+    # other weights: another export
+    config = copy / "config.json"
+    config.write_text(config.read_text() + "\n")
+    assert onnx_path_for(copy, cache) != onnx_path_for(model_path, cache)
+
+
+def test_the_remembered_digest_is_what_names_the_export(model_path: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = onnx_path_for(model_path, cache)
+    memo = cache / DIGESTS_FOLDER / model_fingerprint(model_path)
+    memo.write_text("0123456789abcdef")
+    assert onnx_path_for(model_path, cache) != first
+    memo.write_text("not a digest")
+    assert onnx_path_for(model_path, cache) == first
+    assert memo.read_text() == model_content_digest(model_path)
 
 
 def test_query_time_never_imports_torch(onnx_embedder: QueryEmbedder, model_path: Path, cache_dir: Path) -> None:

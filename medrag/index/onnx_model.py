@@ -57,11 +57,12 @@ def check_backend(backend: str, error: type[MedragError]) -> None:
 
 
 def model_fingerprint(model_path: str | Path) -> str:
-    """A short hash of the model folder's files (relative path, size, modification time) and the export format."""
+    """A short hash of the model folder's files (relative path, size, modification time): which installed copy."""
     # Size and mtime rather than the bytes: hashing 90 MB of weights would cost every CLI call ~0.15 s, the very
-    # start-up the ONNX path exists to avoid; a re-installed or edited model gets a new mtime and so a new key.
+    # start-up the ONNX path exists to avoid; a re-installed or edited model gets a new mtime and so a new
+    # fingerprint, under which its content digest is hashed once (remembered_content_digest).
     folder = Path(model_path)
-    digest = hashlib.sha256(EXPORT_FORMAT.encode())
+    digest = hashlib.sha256()
     for path in sorted(item for item in folder.rglob("*") if item.is_file()):
         stat = path.stat()
         digest.update(f"{path.relative_to(folder).as_posix()}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
@@ -80,10 +81,36 @@ def model_content_digest(model_path: str | Path) -> str:
     return digest.hexdigest()[:16]
 
 
+# cache_dir's folder of remembered content digests, one small file per model folder fingerprint.
+DIGESTS_FOLDER = "digests"
+_DIGEST = re.compile(r"[0-9a-f]{16}")
+
+
+def remembered_content_digest(model_path: str | Path, cache_dir: str | Path) -> str:
+    """model_content_digest, hashed once per installed copy of a model and then read from cache_dir."""
+    # The fingerprint (sizes and modification times) says which copy this is; the digest says what it holds, so
+    # a re-installed package or a fresh virtualenv (new modification times, the same weights) finds its export.
+    memo = Path(cache_dir) / DIGESTS_FOLDER / model_fingerprint(model_path)
+    try:
+        remembered = memo.read_text(encoding="ascii").strip()
+        if _DIGEST.fullmatch(remembered):
+            return remembered
+    except (OSError, UnicodeDecodeError):
+        pass
+    digest = model_content_digest(model_path)
+    try:
+        _write_atomically(memo, lambda partial: partial.write_text(digest, encoding="ascii"))
+    except OSError:
+        pass  # a cache this user may not write: the digest is hashed again on the next call
+    return digest
+
+
 def onnx_path_for(model_path: str | Path, cache_dir: str | Path, *, int8: bool = False) -> Path:
-    """Where the ONNX export of this model (as it is now on disk, float or int8) lives in cache_dir."""
+    """Where the ONNX export of this model's weights (float or int8) lives in cache_dir: one file however many
+    copies of the same weights are installed."""
     suffix = "-int8" if int8 else ""
-    return Path(cache_dir) / f"encoder-{model_fingerprint(model_path)}{suffix}.onnx"
+    key = hashlib.sha256(f"{EXPORT_FORMAT}\0{remembered_content_digest(model_path, cache_dir)}".encode())
+    return Path(cache_dir) / f"encoder-{key.hexdigest()[:16]}{suffix}.onnx"
 
 
 def _write_atomically(target: Path, make: Any) -> None:
