@@ -7,15 +7,16 @@ Run from the repository root against a loaded database (DATABASE_URL, or the emb
 
 On a shared machine the same code's p95 moves by more between runs minutes apart than a change of a few milliseconds
 does, so two benchmark runs cannot tell such a change apart. Here both versions run side by side on the same
-database: every function in sql/*.sql whose definition differs between REV and the working tree, and the entry
-itself (medrag_find_codes, or medrag_search_documents with --entry search), is installed into two scratch schemas
+database: every function in sql/*.sql or generated.sql whose definition differs between REV and the working tree,
+and the entry itself (medrag_find_codes, or medrag_search_documents with --entry search), is installed into two
+scratch schemas
 (the REV definitions and the working tree's), the entry of each set to read its own schema first. One session runs
 each term through both, in random order, so slow spells of the machine fall on both, and so does whatever differs
 between database sessions: with one session per version, two runs of the same change differed by more than their 95%
 intervals allowed (a session-wide bias of about a millisecond either way). The public functions are not touched; the
 schemas are dropped at the end. Only function bodies are compared: for a change of indexes, create the old ones beside
-the new for the run (and drop them after); a change of tables or generated.sql needs the two codes benchmarked on
-their own databases.
+the new for the run (and drop them after); generated.sql's functions are compared as each revision's Python renders
+them. A change of tables needs the two codes benchmarked on their own databases.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import os
 import random
 import re
 import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -48,9 +51,33 @@ def functions(script: str) -> dict[str, str]:
     return {match.group(1): match.group(0) for match in _FUNCTION.finditer(script)}
 
 
+# renders generated.sql with the medrag package first on sys.path (a revision's, unpacked), and says if it was not
+_RENDER = ("import sys, medrag; from medrag.schema.generated_sql import generated_script; "
+           "assert medrag.__file__.startswith(sys.argv[1]), medrag.__file__; print(generated_script())")
+
+
+def generated_definitions(revision: str | None) -> str:
+    """generated.sql as the Python rules of a git revision render it, or the working tree's when revision is None."""
+    if revision is None:
+        from medrag.schema.generated_sql import generated_script
+
+        return generated_script()
+    with tempfile.TemporaryDirectory() as unpacked:
+        archive = subprocess.run(["git", "archive", revision, "medrag"], cwd=REPO_ROOT, capture_output=True,
+                                 check=True).stdout
+        subprocess.run(["tar", "-x", "-C", unpacked], input=archive, check=True)
+        rendered = subprocess.run([sys.executable, "-c", _RENDER, unpacked], cwd=unpacked, capture_output=True,
+                                  text=True, env={**os.environ, "PYTHONPATH": unpacked})
+        if rendered.returncode != 0:
+            raise SystemExit(f"error: cannot render generated.sql at {revision}: "
+                             f"{rendered.stderr.strip().splitlines()[-1]}")
+        return rendered.stdout
+
+
 def definitions(revision: str | None) -> dict[str, str]:
-    """The function definitions of sql/*.sql at a git revision, or in the working tree when revision is None."""
-    found: dict[str, str] = {}
+    """The function definitions of sql/*.sql and of generated.sql at a git revision, or in the working tree when
+    revision is None."""
+    found: dict[str, str] = functions(generated_definitions(revision))
     for path in sorted(SQL_DIR.glob("*.sql")):
         if revision is None:
             script = path.read_text()
@@ -66,6 +93,8 @@ def install(conn: Any, schema: str, chosen: dict[str, str], entry: str) -> None:
     """Create the schema afresh with the chosen definitions, each qualified by it; the entry reads that schema first."""
     conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
     conn.execute(f"CREATE SCHEMA {schema}")
+    # a body is read at call time, through the entry's search_path: checked now, it would call the public versions
+    conn.execute("SET check_function_bodies = off")
     for name, body in chosen.items():
         conn.execute(body.replace(f"CREATE OR REPLACE FUNCTION {name}(", f"CREATE FUNCTION {schema}.{name}(", 1))
     # the functions it calls by their plain names (inlined legs, the finder's statements) resolve to this schema's
@@ -113,7 +142,8 @@ def main() -> None:
     old, new = definitions(args.before), definitions(None)
     changed = sorted({name for name in {*old, *new} if old.get(name) != new.get(name)})
     if not changed:
-        raise SystemExit(f"error: no function in sql/*.sql differs between {args.before} and the working tree")
+        raise SystemExit(f"error: no function in sql/*.sql or generated.sql differs between {args.before} "
+                         "and the working tree")
     # a function one side lacks is installed on the other side only (a helper added or removed by the change)
     chosen = {side: {name: source[name] for name in {*changed, entry} if name in source}
               for side, source in (("before", old), ("after", new))}

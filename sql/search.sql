@@ -302,11 +302,12 @@ AS $$
     FROM lower(coalesce(query_text, '')) AS q
 $$;
 
--- The n nearest chunks of one source that pass the filters: a branch of medrag_nearest (none under a key filter:
--- named keys get exact distances there). Called with source written as a constant, it is inlined into the caller,
--- and the constant is what lets the planner use that source's partial HNSW index (migrations 0009, 0020). Keep it a plain
--- SQL function (no SET, no SECURITY DEFINER): otherwise it is not inlined and every call scans the whole table.
-CREATE OR REPLACE FUNCTION medrag_nearest_in(source text, query_embedding vector, n integer, filters jsonb)
+-- The n nearest chunks of one graph's kinds that pass the filters: a branch of medrag_nearest, which says when each
+-- graph is searched. Called with the kinds written as a constant, it is inlined into the caller, and the constant is
+-- what lets the planner use that graph's partial HNSW index (migrations 0009, 0020, 0034). Keep it a plain SQL
+-- function (no SET, no SECURITY DEFINER): otherwise it is not inlined and every call scans the whole table.
+DROP FUNCTION IF EXISTS medrag_nearest_in(text, vector, integer, jsonb);
+CREATE OR REPLACE FUNCTION medrag_nearest_in(kinds text[], query_embedding vector, n integer, filters jsonb)
 RETURNS TABLE (chunk_id bigint, distance double precision)
 LANGUAGE sql STABLE
 AS $$
@@ -316,9 +317,9 @@ AS $$
          -- the filters behind OFFSET 0: seen as constants, they get selectivity guesses (0.5% of the documents
          -- for no filter at all) that make a sort of every distance look cheaper than the index
          (SELECT filters OFFSET 0) opaque(f)
-    WHERE v.source = medrag_nearest_in.source AND query_embedding IS NOT NULL
-      -- row-independent: a one-time filter, so a source that cannot pass is not scanned at all
-      AND NOT filters ? 'key' AND medrag_source_wanted(medrag_nearest_in.source, filters)
+    WHERE v.source = ANY (kinds) AND query_embedding IS NOT NULL
+      -- row-independent: a one-time filter (named keys get exact distances in medrag_nearest)
+      AND NOT filters ? 'key'
       AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date, d.metadata,
                                   rel.label, opaque.f)
     ORDER BY v.embedding <=> query_embedding

@@ -55,8 +55,15 @@ def test_chunk_indexes_are_hnsw_cosine_and_gin(db_url: str) -> None:
         assert "ON public.chunk_vector USING hnsw (embedding vector_cosine_ops)" in definition
         assert definition.endswith(f"WHERE (source = '{source}'::text)")
         assert f"chunk_embedding_{source}_hnsw" not in indexes
-    # the near-duplicate ICD-10-CM descriptions get the denser graph (migration 0010)
+    # and one per search group over its kinds (migration 0034), the predicate medrag_nearest's group branches repeat
+    for group, sources in (("code", "'hcpcs'::text, 'icd10cm'::text"),
+                           ("policy", "'ncd'::text, 'lcd'::text, 'article'::text, 'iom'::text")):
+        definition = indexes[f"chunk_vector_{group}_hnsw"]
+        assert "ON public.chunk_vector USING hnsw (embedding vector_cosine_ops)" in definition
+        assert definition.endswith(f"WHERE (source = ANY (ARRAY[{sources}]))")
+    # the near-duplicate ICD-10-CM descriptions get the denser graph (migration 0010), in their group's graph too
     assert "m='24', ef_construction='400'" in indexes["chunk_vector_icd10cm_hnsw"]
+    assert "m='24', ef_construction='400'" in indexes["chunk_vector_code_hnsw"]
     assert "USING gin (tsv)" in indexes["chunk_tsv_gin"]
 
 

@@ -21,6 +21,7 @@ from medrag.sources.mcd.release import ncd_documents, read_mcd_csv
 
 NCD_TRKG = Path("mcd/ncd/ncd_csv/ncd_trkg.csv")
 NCD_INDEX = "chunk_vector_ncd_hnsw"
+POLICY_INDEX = "chunk_vector_policy_hnsw"  # the NCDs' group graph: a fill that doubles the NCDs doubles it here
 
 
 @pytest.fixture(scope="module")
@@ -173,7 +174,7 @@ def test_a_bulk_fill_builds_the_vector_graph_after_the_fill(
     _insert(engine, "bulk", ncd_sentences[340:500])  # 160 new rows against the ~50 the graph holds
     stats = embed_pending(engine, _embedder(BACKEND_ONNX_INT8, cache_dir), sources=["ncd"])
     assert stats.embedded == 160 and stats.seconds_index > 0
-    assert _index_exists(engine, NCD_INDEX)
+    assert _index_exists(engine, NCD_INDEX) and _index_exists(engine, POLICY_INDEX)
     with engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM medrag_deferred_index")).scalar_one() == 0
         conn.execute(text("SET enable_seqscan = off"))  # 210 rows: the planner would scan them all otherwise
@@ -189,11 +190,11 @@ def test_a_bulk_fill_builds_the_vector_graph_after_the_fill(
     from medrag.core.db import libpq_url
 
     with psycopg.connect(libpq_url(engine.url.render_as_string(hide_password=False)), autocommit=True) as conn:
-        assert defer_indexes(conn, {"ncd": 10_000}) == [NCD_INDEX]
-    assert not _index_exists(engine, NCD_INDEX)
+        assert sorted(defer_indexes(conn, {"ncd": 10_000})) == [NCD_INDEX, POLICY_INDEX]
+    assert not _index_exists(engine, NCD_INDEX) and not _index_exists(engine, POLICY_INDEX)
     idle = _embedder(BACKEND_ONNX_INT8, cache_dir)
     assert embed_pending(engine, idle, sources=["ncd"]).embedded == 0 and not idle.is_loaded
-    assert _index_exists(engine, NCD_INDEX)
+    assert _index_exists(engine, NCD_INDEX) and _index_exists(engine, POLICY_INDEX)
 
 
 KILLED_RUN = """

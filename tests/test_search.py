@@ -508,6 +508,32 @@ def test_each_leg_is_its_own_function_and_inlined(indexed_engine) -> None:
     assert exact > 0 and texts > 0
 
 
+def test_the_vector_leg_scans_each_groups_graph_unless_the_filters_name_kinds(indexed_engine, embedder) -> None:
+    """medrag_nearest's gates: no kind filtered out, one graph per group (code, policy); a source filter, only the
+    graphs of the kinds it names; a manual, only the IOM's. The index scans counted are the server's own."""
+    counts = ("SELECT indexrelname, idx_scan FROM pg_stat_user_indexes "
+              "WHERE relname = 'chunk_vector' AND indexrelname LIKE '%hnsw'")
+    url = libpq_url(indexed_engine.url.render_as_string(hide_password=False))
+    embedding = vector_literal(embedder.embed("home oxygen concentrator"))
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SET enable_seqscan = off")  # a few hundred rows: the planner would sort them all otherwise
+
+        def scanned(filters: dict) -> set[str]:
+            conn.execute("SELECT pg_stat_clear_snapshot()")
+            before = dict(conn.execute(counts).fetchall())
+            conn.execute("SELECT count(*) FROM medrag_nearest(%s::vector, 10, %s::jsonb)",
+                         (embedding, json.dumps(filters)))
+            conn.execute("SELECT pg_stat_force_next_flush()")
+            conn.execute("SELECT pg_stat_clear_snapshot()")
+            return {name for name, scans in conn.execute(counts).fetchall() if scans != before.get(name)}
+
+        assert scanned({}) == {"chunk_vector_code_hnsw", "chunk_vector_policy_hnsw"}
+        assert scanned({"release": "all"}) == {"chunk_vector_code_hnsw", "chunk_vector_policy_hnsw"}
+        assert scanned({"source": ["ncd", "hcpcs"]}) == {"chunk_vector_ncd_hnsw", "chunk_vector_hcpcs_hnsw"}
+        assert scanned({"source": "lcd"}) == {"chunk_vector_lcd_hnsw"}
+        assert scanned({"manual": "100-02"}) == {"chunk_vector_iom_hnsw"}
+
+
 def test_the_search_statement_calls_no_leg_at_run_time(indexed_engine, embedder) -> None:
     """Inlined as medrag_search_documents calls them: with function tracking on, no leg and no per-row fit function
     is ever called (a sub-select as a leg's argument, or in medrag_code_fit, would run them once per search or row)."""

@@ -25,7 +25,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from medrag.core.registry import document_kind_names
+from medrag.core.registry import CODE_GROUP, document_kind_names, group_graphs
 
 EMBEDDING_DIM = 384
 # Full-text configuration used by the generated tsvector column and by queries; both must agree.
@@ -107,9 +107,10 @@ class Document(Base):
     chunks: Mapped[list[Chunk]] = relationship(back_populates="document", cascade="all, delete-orphan")
 
 
-# HNSW build settings of each source's graph: ICD-10-CM's near-duplicate descriptions need a denser one (migration 0010)
+# HNSW build settings of each vector graph: ICD-10-CM's near-duplicate descriptions need a denser one (migration
+# 0010), and so does the code group's graph, which holds them (migration 0034)
 DEFAULT_HNSW_BUILD = {"m": 16, "ef_construction": 200}
-HNSW_BUILD = {"icd10cm": {"m": 24, "ef_construction": 400}}
+HNSW_BUILD = {"icd10cm": {"m": 24, "ef_construction": 400}, CODE_GROUP: {"m": 24, "ef_construction": 400}}
 
 
 class Chunk(Base):
@@ -151,16 +152,19 @@ class ChunkVector(Base):
 
     __tablename__ = "chunk_vector"
     __table_args__ = tuple(
-        # a graph per document source (migrations 0009, 0020): medrag_nearest searches each apart
+        # a graph per document kind (migrations 0009, 0020) and one per search group over its kinds (migration 0034):
+        # medrag_nearest searches each group's graph, or each kind's when the filters name kinds
         Index(
-            f"chunk_vector_{source}_hnsw",
+            f"chunk_vector_{name}_hnsw",
             "embedding",
             postgresql_using="hnsw",
-            postgresql_with=HNSW_BUILD.get(source, DEFAULT_HNSW_BUILD),
+            postgresql_with=HNSW_BUILD.get(name, DEFAULT_HNSW_BUILD),
             postgresql_ops={"embedding": "vector_cosine_ops"},
-            postgresql_where=text(f"source = '{source}'"),
+            postgresql_where=text(predicate),
         )
-        for source in document_kind_names()
+        for name, predicate in (*((kind, f"source = '{kind}'") for kind in document_kind_names()),
+                                *((group, "source IN ({})".format(", ".join(f"'{kind}'" for kind in kinds)))
+                                  for group, kinds in group_graphs().items()))
     )
 
     chunk_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("chunk.id", ondelete="CASCADE"), primary_key=True)

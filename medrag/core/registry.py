@@ -114,6 +114,20 @@ def document_kind_names() -> tuple[str, ...]:
     return tuple(kind.name for kind in document_kinds())
 
 
+def document_groups() -> dict[str, tuple[str, ...]]:
+    """Each search group with its document kinds, in refresh order: a group's kinds share one vector graph too."""
+    groups: dict[str, tuple[str, ...]] = {}
+    for kind in document_kinds():
+        groups[kind.group] = (*groups.get(kind.group, ()), kind.name)
+    return groups
+
+
+def group_graphs() -> dict[str, tuple[str, ...]]:
+    """The groups of more than one kind, each with one vector graph over all its kinds besides each kind's own: an
+    unfiltered search scans one graph per group, not one per kind (medrag_nearest)."""
+    return {group: kinds for group, kinds in document_groups().items() if len(kinds) > 1}
+
+
 def code_kind_names() -> tuple[str, ...]:
     """The document kinds that are code sets (the search's code group)."""
     return tuple(kind.name for kind in document_kinds() if kind.group == CODE_GROUP)

@@ -157,7 +157,7 @@ JOIN pg_class AS index_class ON index_class.oid = pg_index.indexrelid
 JOIN pg_am ON pg_am.oid = index_class.relam
 WHERE pg_index.indrelid = 'chunk_vector'::regclass AND pg_am.amname IN ('hnsw', 'ivfflat')
 """
-_SOURCE_PREDICATE = re.compile(r"^\(?source = '([a-z0-9_]+)'::text\)?$")
+_PREDICATE_SOURCE = re.compile(r"'([a-z0-9_]+)'::text")  # a graph's kinds: source = 'ncd', or = ANY (ARRAY[...])
 _ROWS_WITH_VECTORS = "SELECT source, count(*) FROM chunk_vector GROUP BY source"
 
 
@@ -550,9 +550,9 @@ def defer_indexes(conn: psycopg.Connection[Any], pending_rows: dict[str, int]) -
     with_vectors = dict(conn.execute(_ROWS_WITH_VECTORS).fetchall())
     deferred = []
     for name, definition, predicate in conn.execute(_VECTOR_INDEXES).fetchall():
-        match = _SOURCE_PREDICATE.match(predicate or "")
-        pending = pending_rows.get(match.group(1), 0) if match else sum(pending_rows.values())
-        indexed = with_vectors.get(match.group(1), 0) if match else sum(with_vectors.values())
+        sources = _PREDICATE_SOURCE.findall(predicate or "") or list(with_vectors.keys() | pending_rows.keys())
+        pending = sum(pending_rows.get(source, 0) for source in sources)
+        indexed = sum(with_vectors.get(source, 0) for source in sources)
         if pending >= DEFER_INDEX_MIN_ROWS and pending >= indexed:
             with conn.transaction():
                 conn.execute("INSERT INTO medrag_deferred_index (name, definition) VALUES (%s, %s) "
