@@ -645,21 +645,28 @@ AS $$
                             >= (SELECT sure_margin FROM settings)
                     THEN (SELECT sure_trailing_offset FROM settings)
                     ELSE (SELECT unsure_trailing_offset FROM settings) END AS trailing_offset
+    ),
+    ranked AS (
+        -- the k hits first, then their texts: read for every grouped chunk, the texts cost more than the ranking
+        SELECT g.id, g.exact, g.document_rrf, g.matched,
+               row_number() OVER (ORDER BY g.exact DESC,
+                                           g.group_rank
+                                               + CASE WHEN g.grp = leader.grp THEN 0 ELSE leader.trailing_offset END,
+                                           g.id) AS rank
+        FROM in_group g
+        CROSS JOIN leader
+        ORDER BY rank
+        LIMIT (SELECT k FROM settings)
     )
-    SELECT (row_number() OVER (ORDER BY g.exact DESC,
-                                        g.group_rank
-                                            + CASE WHEN g.grp = leader.grp THEN 0 ELSE leader.trailing_offset END,
-                                        g.id))::integer AS rank,
-           (g.document_rrf + CASE WHEN g.exact THEN (SELECT exact_bonus FROM settings) ELSE 0 END)::double precision
+    SELECT r.rank::integer,
+           (r.document_rrf + CASE WHEN r.exact THEN (SELECT exact_bonus FROM settings) ELSE 0 END)::double precision
                AS score,
-           c.id, d.id, d.source, d.key, d.title, c.heading, c.text, rel.label, d.url, g.matched
-    FROM in_group g
-    CROSS JOIN leader
-    JOIN chunk c ON c.id = g.id
+           c.id, d.id, d.source, d.key, d.title, c.heading, c.text, rel.label, d.url, r.matched
+    FROM ranked r
+    JOIN chunk c ON c.id = r.id
     JOIN document d ON d.id = c.document_id
     JOIN release rel ON rel.id = d.release_id
-    ORDER BY rank
-    LIMIT (SELECT k FROM settings)
+    ORDER BY r.rank
 $$;
 
 -- Hybrid search (medrag_search_documents above) whose code documents are the code finder's: the search
