@@ -6,17 +6,16 @@ Run from the repository root against a loaded database (DATABASE_URL, or the emb
 [--top 5] [--passes 3]`. Prints a table and writes benchmarks/results/paired.json.
 
 On a shared machine the same code's p95 moves by more between runs minutes apart than a change of a few milliseconds
-does, so two benchmark runs cannot tell such a change apart. Here both versions run side by side on the same
-database: every function in sql/*.sql or generated.sql whose definition differs between REV and the working tree,
-and the entry itself (medrag_find_codes, or medrag_search_documents with --entry search), is installed into two
-scratch schemas
-(the REV definitions and the working tree's), the entry of each set to read its own schema first. One session runs
-each term through both, in random order, so slow spells of the machine fall on both, and so does whatever differs
-between database sessions: with one session per version, two runs of the same change differed by more than their 95%
-intervals allowed (a session-wide bias of about a millisecond either way). The public functions are not touched; the
-schemas are dropped at the end. Only function bodies are compared: for a change of indexes, create the old ones beside
-the new for the run (and drop them after); generated.sql's functions are compared as each revision's Python renders
-them. A change of tables needs the two codes benchmarked on their own databases.
+does, so two benchmark runs cannot tell such a change apart. Here both versions run side by side on the same database:
+every function in sql/*.sql or generated.sql whose definition differs between REV and the working tree, and the entry
+itself (medrag_find_codes, or medrag_search_documents with --entry search), is installed into two scratch schemas (the
+REV definitions and the working tree's), the entry of each set to read its own schema first. One session runs each
+term through both, in random order, so slow spells of the machine fall on both, and so does whatever differs between
+database sessions: with one session per version, two runs of the same change differed by more than their 95% intervals
+allowed (a session-wide bias of about a millisecond either way). The public functions are not touched; the schemas are
+dropped at the end. Only function bodies are compared: for a change of indexes, create the old ones beside the new for
+the run (and drop them after); generated.sql's functions are compared as each revision's Python renders them. A change
+of tables needs the two codes benchmarked on their own databases.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from medrag.core.registry import CODE_GROUP, document_kind_names, group_graphs
+from medrag.core.registry import CODE_GROUP, vector_graphs
 
 EMBEDDING_DIM = 384
 # Full-text configuration used by the generated tsvector column and by queries; both must agree.
@@ -160,11 +160,10 @@ class ChunkVector(Base):
             postgresql_using="hnsw",
             postgresql_with=HNSW_BUILD.get(name, DEFAULT_HNSW_BUILD),
             postgresql_ops={"embedding": "vector_cosine_ops"},
-            postgresql_where=text(predicate),
+            # PostgreSQL keeps a one-kind list as source = 'ncd', a longer one as source = ANY (ARRAY[...])
+            postgresql_where=text("source IN ({})".format(", ".join(f"'{kind}'" for kind in kinds))),
         )
-        for name, predicate in (*((kind, f"source = '{kind}'") for kind in document_kind_names()),
-                                *((group, "source IN ({})".format(", ".join(f"'{kind}'" for kind in kinds)))
-                                  for group, kinds in group_graphs().items()))
+        for name, kinds in vector_graphs().items()
     )
 
     chunk_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("chunk.id", ondelete="CASCADE"), primary_key=True)

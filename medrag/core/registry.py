@@ -128,6 +128,11 @@ def group_graphs() -> dict[str, tuple[str, ...]]:
     return {group: kinds for group, kinds in document_groups().items() if len(kinds) > 1}
 
 
+def vector_graphs() -> dict[str, tuple[str, ...]]:
+    """Every HNSW graph over chunk_vector by its name part, with the kinds it holds: each kind's, then each group's."""
+    return {**{kind: (kind,) for kind in document_kind_names()}, **group_graphs()}
+
+
 def code_kind_names() -> tuple[str, ...]:
     """The document kinds that are code sets (the search's code group)."""
     return tuple(kind.name for kind in document_kinds() if kind.group == CODE_GROUP)
