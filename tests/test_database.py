@@ -61,9 +61,10 @@ def test_chunk_indexes_are_hnsw_cosine_and_gin(db_url: str) -> None:
         definition = indexes[f"chunk_vector_{group}_hnsw"]
         assert "ON public.chunk_vector USING hnsw (embedding vector_cosine_ops)" in definition
         assert definition.endswith(f"WHERE (source = ANY (ARRAY[{sources}]))")
-    # the near-duplicate ICD-10-CM descriptions get the denser graph (migration 0010), in their group's graph too
+    # the near-duplicate ICD-10-CM descriptions get the denser graph (migration 0010); their group's graph is sparser
+    # and built with a longer candidate list (migration 0035)
     assert "m='24', ef_construction='400'" in indexes["chunk_vector_icd10cm_hnsw"]
-    assert "m='24', ef_construction='400'" in indexes["chunk_vector_code_hnsw"]
+    assert "m='12', ef_construction='800'" in indexes["chunk_vector_code_hnsw"]
     assert "USING gin (tsv)" in indexes["chunk_tsv_gin"]
 
 

@@ -108,9 +108,10 @@ class Document(Base):
 
 
 # HNSW build settings of each vector graph: ICD-10-CM's near-duplicate descriptions need a denser one (migration
-# 0010), and so does the code group's graph, which holds them (migration 0034)
+# 0010); the code group's graph, which holds them, is sparser but built with a longer candidate list, as complete and
+# cheaper to search (migration 0035)
 DEFAULT_HNSW_BUILD = {"m": 16, "ef_construction": 200}
-HNSW_BUILD = {"icd10cm": {"m": 24, "ef_construction": 400}, CODE_GROUP: {"m": 24, "ef_construction": 400}}
+HNSW_BUILD = {"icd10cm": {"m": 24, "ef_construction": 400}, CODE_GROUP: {"m": 12, "ef_construction": 800}}
 
 
 class Chunk(Base):

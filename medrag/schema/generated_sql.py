@@ -73,10 +73,10 @@ CREATE OR REPLACE FUNCTION medrag_nearest(query_embedding vector, n integer DEFA
 RETURNS TABLE (chunk_id bigint, grp text, distance double precision)
 LANGUAGE sql STABLE
 -- relaxed_order: a selective filter keeps the HNSW scan going until enough rows pass (pgvector >= 0.8). ef_search
--- 300: the code group's graph (55k short texts, ICD-10-CM's near-duplicates among them) finds 0.984 of the group's
--- exact nearest 70 for the dev and holdout questions at 300, as the two kinds' graphs did at 200 (0.983), and 0.975
--- at 200; the policy group's 0.984 at 200. (Each kind's graph alone, ICD-10-CM's recall@10: 0.84 at 100, 0.91 at
--- 200, 0.95 at 400.)
+-- 300: the code group's graph (55k short texts, ICD-10-CM's near-duplicates among them; m 12, ef_construction 800)
+-- finds 0.986 of the group's exact nearest 70 for the dev and holdout questions at 300 and 0.972 at 200, where the two
+-- kinds' graphs found 0.983; the policy group's 0.984 at 200. (Each kind's graph alone, ICD-10-CM's recall@10: 0.84
+-- at 100, 0.91 at 200, 0.95 at 400.)
 SET hnsw.iterative_scan = 'relaxed_order'
 SET hnsw.ef_search = 300
 -- one plan per session (PostgreSQL 18 caches SQL functions' plans) instead of ~4 ms of planning per call: the
