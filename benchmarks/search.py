@@ -147,9 +147,9 @@ def recall_and_latency(url: str, queries: list[tuple[str, list[float]]], filters
     # The vector leg as medrag_search runs it (medrag_nearest, n = 5k + 20 per group for k = 10), its 10 nearest.
     vector_leg = "SELECT chunk_id FROM medrag_nearest(%s::vector, 70, %s::jsonb) ORDER BY distance LIMIT 10"
     exact_search = ("SELECT c.id FROM chunk c JOIN chunk_vector v ON v.chunk_id = c.id "
-                    "JOIN document d ON d.id = c.document_id JOIN release rel ON rel.id = d.release_id "
+                    "JOIN document d ON d.id = c.document_id "
                     "WHERE medrag_document_matches(d.source, d.key, d.is_current, "
-                    "d.effective_date, d.termination_date, d.metadata, rel.label, %s::jsonb) "
+                    "d.effective_date, d.termination_date, d.metadata, d.release_id, %s::jsonb) "
                     "ORDER BY v.embedding <=> %s::vector LIMIT 10")
     recalls, search_ms = [], []
     with psycopg.connect(libpq_url(url), autocommit=True) as conn:

@@ -314,9 +314,9 @@ def test_filters_are_inlined_into_the_search_plan(indexed_engine) -> None:
         assert cursor.fetchone()[0] > 0
     # each notice is "duration: ... plan:" then JSON with the statement's text and its plan: keep the plans only
     plans = "\n".join(json.dumps(json.loads(notice[notice.index("{"):])["Plan"]) for notice in notices)
-    # the search statement's own plan was logged: it ranks full-text matches, read through either full-text index
-    # (the policy documents' own is the smaller one for a filter on NCDs and LCDs)
-    assert "ts_rank" in plans and ("chunk_tsv_gin" in plans or "chunk_policy_tsv_gin" in plans)
+    # the search statement's own plan was logged: it ranks full-text matches (read through a full-text index, or on
+    # the test's small tables by a sequential scan, as the planner's statistics of the moment prefer)
+    assert "ts_rank" in plans and "tsv @@" in plans
     assert "medrag_document_matches" not in plans
 
 

@@ -97,13 +97,12 @@ AS $$
         SELECT c.id, medrag_document_group(d.source), v.embedding <=> query_embedding
         FROM settings s
         JOIN document d ON d.key = ANY (s.keys)
-        JOIN release rel ON rel.id = d.release_id
         JOIN chunk c ON c.document_id = d.id
         JOIN chunk_vector v ON v.chunk_id = c.id
         -- a sub-select of settings: a one-time filter, so without keys this branch does not run
         WHERE (SELECT keys IS NOT NULL FROM settings) AND query_embedding IS NOT NULL
           AND medrag_document_matches(d.source, d.key, d.is_current, d.effective_date, d.termination_date,
-                                      d.metadata, rel.label, s.f)
+                                      d.metadata, d.release_id, s.f)
     )
     SELECT ranked.chunk_id, ranked.grp, ranked.distance
     FROM (SELECT near.*, row_number() OVER (PARTITION BY near.grp ORDER BY near.distance, near.chunk_id) AS nth
