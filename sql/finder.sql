@@ -109,12 +109,13 @@ LANGUAGE sql STABLE
 AS $$
     SELECT d.code, t.text, d.billable, d.parent_code, p.text, d.kind, d.has_children, d.seventh,
            ARRAY(SELECT DISTINCT unnest(t.lexemes) FROM medrag_code_term t
-                 WHERE t.release_id = d.release_id AND t.code = ANY (d.code || medrag_code_ancestors(d.code, d.kind))
+                 WHERE t.release_id = d.release_id AND t.code = ANY (d.code || above.codes)
                    AND (t.code = d.code OR t.n > 0))
     FROM unnest(codes) WITH ORDINALITY AS h(code, n)
     JOIN medrag_code_detail d ON d.release_id = code_release AND d.code = h.code
     JOIN medrag_code_term t ON t.release_id = d.release_id AND t.code = d.code AND t.n = 0
     LEFT JOIN medrag_code_term p ON p.release_id = d.release_id AND p.code = d.parent_code AND p.n = 0
+    CROSS JOIN LATERAL medrag_code_ancestors(d.code, d.kind) above
     WHERE d.kind = ANY (kinds) AND (d.termination_date IS NULL OR d.termination_date >= current_date)
     ORDER BY h.n
 $$;

@@ -3,16 +3,16 @@
 -- term, whether the term contradicts it. The details it reads (medrag_code_detail, medrag_code_term) are written by
 -- the loaders (revision 0025 says what each column holds).
 
--- The codes above an ICD-10-CM code that may exist (E11.621: E11, E11.6, E11.62); none for HCPCS. One expression,
--- so it is inlined.
+-- The codes above an ICD-10-CM code that may exist (E11.621: E11, E11.6, E11.62; QA0.01: QA0, QA0.0), as one row:
+-- its prefixes that end at the category (before the dot) or after it; none for HCPCS. A table function, so a
+-- LATERAL call is inlined into the caller's plan (a scalar SQL function holding a sub-select is called per row).
+DROP FUNCTION IF EXISTS medrag_code_ancestors(text, text);
 CREATE OR REPLACE FUNCTION medrag_code_ancestors(code text, kind text)
-RETURNS text[]
+RETURNS TABLE (codes text[])
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT CASE WHEN kind = 'diagnosis'
-                THEN ARRAY(SELECT left(code, i) FROM generate_series(1, length(code) - 1) AS i
-                           WHERE left(code, i) ~ '^[A-Z][0-9][0-9A-Z](\.[0-9A-Z]*[0-9A-Z])?$' ORDER BY i)
-                ELSE '{}'::text[] END
+    SELECT ARRAY(SELECT left(code, i) FROM generate_series(strpos(code, '.') - 1, length(code) - 1) AS i
+                 WHERE kind = 'diagnosis' AND strpos(code, '.') > 1 AND i <> strpos(code, '.') ORDER BY i)
 $$;
 
 -- What medrag_score_codes reads of a system's candidates: each code the release has, whether it was written in the
@@ -92,7 +92,7 @@ AS $$
                d.kind <> 'diagnosis' AND d.code IN (SELECT m.hcpc_code_id FROM mcd_lcd_x_hcpc_code m
                                                     JOIN release r ON r.id = m.release_id AND r.is_current)
                    AS listed_in_lcd,
-               medrag_code_ancestors(d.code, d.kind) AS above, t.lexemes AS description_lexemes,
+               above.codes AS above, t.lexemes AS description_lexemes,
                coalesce(t.negated, '{}') AS excluded, t.says_other AS description_says_other,
                coalesce(ch.title_lexemes, '{}') || coalesce(s.title_lexemes, '{}') AS headings
         FROM jsonb_array_elements(candidates) c
@@ -100,6 +100,7 @@ AS $$
         JOIN medrag_code_term t ON t.release_id = code_release AND t.code = d.code AND t.n = 0
         LEFT JOIN icd10cm_chapter ch ON ch.release_id = d.release_id AND ch.chapter = d.chapter
         LEFT JOIN icd10cm_section s ON s.release_id = d.release_id AND s.section_id = d.section_id
+        CROSS JOIN LATERAL medrag_code_ancestors(d.code, d.kind) above
         WHERE d.kind = ANY (kinds) AND (d.termination_date IS NULL OR d.termination_date >= current_date)
     ),
     term_row AS MATERIALIZED (

@@ -145,3 +145,19 @@ def test_the_finder_is_its_stages_composed(indexed_engine, term) -> None:
         return [re.sub(r"[0-9.]+ ms", "N ms", line) for line in trace]
 
     assert parts["results"] == whole["results"] and timeless(parts["trace"]) == timeless(whole["trace"])
+
+
+def test_a_codes_ancestors_are_its_prefixes_at_the_category_and_after_the_dot(engine) -> None:
+    """medrag_code_ancestors: every code above an ICD-10-CM code that may exist, whatever letter or digit comes second
+    in its category (QA0, since FY2026), none for a category or a HCPCS code; inlined into a caller's plan."""
+    with engine.connect() as conn:
+        ancestors = {code: conn.execute(text("SELECT codes FROM medrag_code_ancestors(:code, :kind)"),
+                                        {"code": code, "kind": kind}).scalar_one()
+                     for code, kind in (("E11.621", "diagnosis"), ("QA0.0101", "diagnosis"),
+                                        ("T36.0X1A", "diagnosis"), ("E11", "diagnosis"), ("E0601", "equipment"))}
+        plan = "\n".join(conn.execute(text(
+            "EXPLAIN SELECT a.codes FROM (VALUES ('E11.621', 'diagnosis')) AS d(code, kind) "
+            "CROSS JOIN LATERAL medrag_code_ancestors(d.code, d.kind) a")).scalars())
+    assert ancestors == {"E11.621": ["E11", "E11.6", "E11.62"], "QA0.0101": ["QA0", "QA0.0", "QA0.01", "QA0.010"],
+                         "T36.0X1A": ["T36", "T36.0", "T36.0X", "T36.0X1"], "E11": [], "E0601": []}
+    assert "medrag_code_ancestors" not in plan  # inlined: no Function Scan on it
