@@ -98,6 +98,8 @@ def render_codes(report: dict[str, Any]) -> list[str]:
     rows = [["all", need(report, "terms"), need(report, "top1"), need(report, "top5")]]
     rows += [[system, figures.get("terms"), figures.get("top1"), figures.get("top5")]
              for system, figures in need(report, "by_system").items()]
+    rows += [[f"pairs: {kind}", figures.get("terms"), figures.get("top1"), figures.get("top5")]
+             for kind, figures in (report.get("by_kind") or {}).items()]
     latency = need(report, "latency_ms")
     lines = table(["terms of", "terms", "top-1", "top-5"], rows)
     lines += table(["latency ms", "p50", "p95", "max"],
@@ -107,8 +109,9 @@ def render_codes(report: dict[str, Any]) -> list[str]:
         lines += table(["confidence tier", "codes listed", "share expected"],
                        [[tier, figures.get("listed"), figures.get("correct")] for tier, figures in calibration.items()])
     goals = report.get("goals_met") or {}
-    lines.append("Goals met: " + (", ".join(f"{name} {cell(met)}" for name, met in goals.items()) or "-")
-                 + f". Terms whose first code was not an expected one: {len(report.get('misses', []))}.")
+    if goals:
+        lines.append("Goals met: " + ", ".join(f"{name} {cell(met)}" for name, met in goals.items()) + ".")
+    lines.append(f"Terms whose first code was not an expected one: {len(report.get('misses', []))}.")
     return lines + [""]
 
 
@@ -483,6 +486,8 @@ KINDS = (
          "medrag eval codes --terms eval/codes_holdout.jsonl --json", render_codes),
     Kind("codes_holdout2.json", "Code finder: second holdout set",
          "medrag eval codes --terms eval/codes_holdout2.jsonl --json", render_codes),
+    Kind("codes_release_pairs.json", "Code finder: pairs the releases give (never an eval set)",
+         "medrag eval pairs --per-kind 1000 --seed 303 --json", render_codes),
     Kind("answers_dev.json", "Answers: dev set", "medrag eval answers --questions eval/answers_dev.jsonl --json",
          render_answers),
     Kind("answers_holdout.json", "Answers: holdout set (written before tuning, never tuned on)",

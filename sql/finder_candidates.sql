@@ -174,7 +174,8 @@ $$;
 -- last subterm of stop words only ("Hypertension > portal > in", the derived CSV having dropped what followed a
 -- modifier) says nothing by itself: the level above it counts too. So does a level a connective subterm qualifies
 -- ("Alcohol > intoxication > with > dependence" is alcohol intoxication with dependence, F10.229, not the alcohol
--- dependence of "Dependence > alcohol", F10.20).
+-- dependence of "Dependence > alcohol", F10.20), and one a connective other than "without" introduces ("Hernia >
+-- inguinal > bilateral > with > gangrene > recurrent", K40.11, says gangrene).
 CREATE OR REPLACE FUNCTION medrag_code_index_leg(code_release integer, index_release integer, term_lexemes text[],
                                                  n integer, two_tiers boolean DEFAULT true)
 RETURNS TABLE (code text, leg_rank integer, leg_score double precision, evidence text, lexemes text[],
@@ -272,8 +273,12 @@ AS $$
                     split_part(m.path[1], ',', 1) || ' '
                     || coalesce((SELECT string_agg(m.path[i], ' ' ORDER BY i)
                                  FROM generate_subscripts(m.path, 1) AS i
-                                 WHERE i > 1 AND i < cardinality(m.path) - 1
-                                   AND m.path[i + 1] ~* '^(with|without|in|due to|following|during)$') || ' ', '')
+                                 CROSS JOIN LATERAL (SELECT '^(with|without|in|due to|following|during)$' AS pattern
+                                                     ) connective
+                                 WHERE i > 1 AND i < cardinality(m.path)
+                                   AND ((i < cardinality(m.path) - 1 AND m.path[i + 1] ~* connective.pattern)
+                                        OR (m.path[i - 1] ~* connective.pattern
+                                            AND m.path[i - 1] !~* '^without$'))) || ' ', '')
                     || CASE WHEN length(to_tsvector('english', m.path[cardinality(m.path)])) = 0
                             THEN m.path[cardinality(m.path) - 1] || ' ' ELSE '' END
                     || m.path[cardinality(m.path)]

@@ -27,7 +27,8 @@ def test_help_lists_every_command_and_the_eval_group_gathers_its_subcommands() -
     for name in COMMAND_MODULES:
         assert f"\n  {name} " in listed.output, name
     evaluations = runner.invoke(main, ["eval", "--help"])
-    for name in ("retrieval", "answers", "fit-answers", "codes", "fit-confidence", "fit-ranker", "fit-fusion"):
+    for name in ("retrieval", "answers", "fit-answers", "codes", "pairs", "fit-confidence", "fit-ranker",
+                 "fit-fusion"):
         assert f"\n  {name} " in evaluations.output, name
     unknown = runner.invoke(main, ["codez"])
     assert unknown.exit_code == 2 and "No such command 'codez'" in unknown.output

@@ -10,7 +10,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
 from medrag.codes import HCPCS, ICD10CM, CodeFinder, CodeQueryError
-from medrag.codes.evaluation import evaluate, read_dev_set
+from medrag.codes.evaluation import DevTerm, evaluate, read_dev_set
+from medrag.codes.terms import analyze_term
 from medrag.core.synonyms import SYSTEM_VALUES, synonym_rows
 
 DEV_SET = Path(__file__).resolve().parents[1] / "eval" / "codes_dev.jsonl"
@@ -209,6 +210,33 @@ def test_a_code_of_another_side_is_not_offered(finder) -> None:
     assert codes_of(right, ICD10CM)[0] == "M17.11", right.trace  # Unilateral primary osteoarthritis, right knee
     assert not any("left" in result.display.lower() or "bilateral" in result.display.lower()
                    for result in right.results), codes_of(right)
+
+
+def test_a_term_naming_no_side_gets_the_unspecified_side(finder, indexed_engine) -> None:
+    """ICD-10-CM codes a side only when it is documented: the unspecified side of a right / left pair is a default,
+    as an ", unspecified" code is (medrag_refresh_side_defaults)."""
+    with indexed_engine.connect() as conn:
+        defaults = conn.execute(text(
+            "SELECT r.label, d.code, d.is_default FROM medrag_code_detail d JOIN release r ON r.id = d.release_id "
+            "WHERE r.source = 'icd10cm' AND d.code IN ('T25.219', 'T25.211', 'H26.9') ORDER BY 1, 2")).all()
+    labels = sorted({label for label, _, _ in defaults})
+    assert labels and defaults == [(label, code, code != "T25.211") for label in labels
+                                   for code in ("H26.9", "T25.211", "T25.219")]
+    assert codes_of(finder.find("second degree ankle burn"), ICD10CM)[0] == "T25.219A"  # unspecified ankle
+    assert codes_of(finder.find("second degree burn of the left ankle"), ICD10CM)[0] == "T25.212A"
+
+
+def test_a_service_word_the_index_pairs_with_another_word_is_a_diagnosis_concept_too(finder, indexed_engine) -> None:
+    """"Screening (for) > hypertension" files Z13.6 under the main term "Screening": the word signals a HCPCS service,
+    but with "hypertension" it is ICD-10-CM's concept as well, so the screening code outranks the disease."""
+    _, query = analyze_term(indexed_engine, "screening for hypertension")
+    assert {concept.text: concept.systems for concept in query.concepts} == {
+        "screening": {ICD10CM, HCPCS}, "hypertension": {ICD10CM}}
+    _, supplies = analyze_term(indexed_engine, "diabetes a1c test strips")  # no entry under "Test" names the others
+    assert {concept.text: concept.systems for concept in supplies.concepts
+            if concept.text in ("test", "strips")} == {"test": {HCPCS}, "strips": {HCPCS}}
+    assert codes_of(finder.find("screening for hypertension"), ICD10CM)[0] == "Z13.6"
+    assert codes_of(finder.find("hypertension"), ICD10CM)[0] == "I10"
 
 
 def test_multi_intent_term_queries_both_systems(finder) -> None:
@@ -444,6 +472,29 @@ def test_eval_codes_command_reports_accuracy_and_latency(cli, indexed_engine, tm
     terms.write_text('{"term": "wheelchair", "system": "CPT", "expected": ["K0001"]}\n')
     code, _, err = cli("eval", "codes", "--terms", str(terms))
     assert code == 2 and "'system' must be one of" in err
+
+
+def test_eval_pairs_measures_the_finder_on_the_releases_pairs_by_kind(cli, indexed_engine) -> None:
+    """`medrag eval pairs`: the same seed gives the same pairs; an Index path's code counts found when the finder lists
+    it with its 7th character (the Index names T67.01, the finder reports T67.01XA)."""
+    code, out, _ = cli("eval", "pairs", "--per-kind", "12", "--seed", "3", "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["terms"] == 36 and set(report["by_kind"]) == {"index", "inclusion", "hcpcs_short"}
+    assert all(figures["terms"] == 12 for figures in report["by_kind"].values())
+    assert 0.5 <= report["top1"] <= report["top5"] <= 1.0
+    again = json.loads(cli("eval", "pairs", "--per-kind", "12", "--seed", "3", "--json")[1])
+    assert again["sha256"] == report["sha256"] and again["top1"] == report["top1"]
+    other = json.loads(cli("eval", "pairs", "--per-kind", "12", "--seed", "4", "--kind", "index", "--json")[1])
+    assert other["sha256"] != report["sha256"] and set(other["by_kind"]) == {"index"}
+    code, _, err = cli("eval", "pairs", "--kind", "ncd_keyword")
+    assert code == 2 and "'ncd_keyword' is not one of index, inclusion, hcpcs_short" in err
+
+
+def test_a_code_counts_found_with_the_7th_character_it_is_reported_with(finder) -> None:
+    report = evaluate(finder, [DevTerm("heat fever", ICD10CM, ("T67.01",)), DevTerm("heat fever", ICD10CM, ("T67.0",))])
+    assert codes_of(finder.find("heat fever"), ICD10CM)[0] == "T67.01XA"
+    assert [outcome.rank for outcome in report.outcomes] == [1, None]
 
 
 def test_the_trigram_legs_compare_the_first_256_characters_of_a_description(indexed_engine) -> None:

@@ -57,7 +57,8 @@ def test_the_search_expands_no_abbreviation_that_is_also_an_ordinary_word(engine
 def test_multi_intent_term_scores_both_systems(engine) -> None:
     result, query = analyze_term(engine, "diabetes a1c test strips")
     assert result.scores[ICD10CM] >= 0.3 and result.scores[HCPCS] >= 0.3
-    # a word that signals one system alone is that system's concept
+    # a word that signals one system alone is that system's concept (this database holds no Index, which could file
+    # a code under a service word and another word of the term)
     assert {concept.text for concept in query.concepts if concept.systems == {ICD10CM}} == {"diabetes"}
     assert {concept.text for concept in query.concepts if concept.systems == {HCPCS}} == {"test", "strips"}
     assert "diagnosis word" in result.describe() and "supply" in result.describe()

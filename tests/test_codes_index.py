@@ -126,6 +126,29 @@ def test_a_without_clause_covers_nothing(finder) -> None:
     assert codes_of(search, ICD10CM).index("R11.0") > 0
 
 
+def test_a_without_clause_ends_where_the_wording_goes_on_with_of_or_with(indexed_engine, finder) -> None:
+    """"Laceration without foreign body of right forearm" is a laceration of the right forearm with no foreign body:
+    only "foreign body" is what the wording says is absent."""
+    with indexed_engine.connect() as conn:
+        absent = [conn.execute(text("SELECT medrag_without_lexemes(:w)"), {"w": wording}).scalar_one()
+                  for wording in ("Laceration without foreign body of right forearm",
+                                  "Concussion without loss of consciousness",
+                                  "Vomiting without nausea",
+                                  "Hypertensive heart disease without heart failure",
+                                  "Alpha thalassemia without anemia with splenomegaly, left side")]
+    assert absent == [["bodi", "foreign"], ["loss"], ["nausea"], ["failur"], ["anemia"]]
+    assert codes_of(finder.find("right forearm laceration"), ICD10CM)[0] == "S51.811A"
+
+
+def test_a_level_a_with_subterm_introduces_is_part_of_the_index_wording(finder) -> None:
+    """"Hernia > inguinal > bilateral > with > gangrene > recurrent" (K40.11) says gangrene: a term that does not
+    leaves it unexplained, and the entry without it (K40.21) comes first."""
+    search = finder.find("recurrent bilateral inguinal hernia", systems=[ICD10CM], with_candidates=True)
+    assert codes_of(search, ICD10CM)[0] == "K40.21", search.trace
+    lexical = {candidate.code: candidate.features["lexical"] for candidate in search.candidates}
+    assert lexical["K40.21"] == 1 and lexical["K40.11"] < 1 and lexical["K40.01"] < 1
+
+
 def test_drug_table_term_gets_its_seventh_character_explained(finder) -> None:
     search = finder.find("acetaminophen overdose, accidental")
     assert codes_of(search, ICD10CM)[0] == "T39.1X1A", search.trace

@@ -104,6 +104,43 @@ def eval_codes(terms_file: Path, as_json: bool, overrides: tuple[str, ...]) -> N
 
 
 
+@eval_group.command("pairs")
+@click.option("--per-kind", default=1000, show_default=True, type=click.IntRange(min=1),
+              help="Pairs of each kind.")
+@click.option("--kind", "kinds", multiple=True, metavar="index|inclusion|hcpcs_short",
+              help="Which kinds of pair (repeatable); default: all: Index paths, inclusion terms, HCPCS short "
+                   "descriptions.")
+@seed_option
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+@set_option
+def eval_pairs(per_kind: int, kinds: tuple[str, ...], seed: int, as_json: bool, overrides: tuple[str, ...]) -> None:
+    """Code lookup on (phrase, code) pairs the current releases give, never the eval sets: top-1 / top-5 by kind."""
+    from medrag.codes.evaluation import PAIR_SYSTEMS, accuracy_by, evaluate, pair_terms
+    from medrag.core import progress
+    from medrag.retrieval.training import pairs_hash, training_pairs
+
+    unknown = [kind for kind in kinds if kind not in PAIR_SYSTEMS]
+    if unknown:
+        raise click.BadParameter(f"{unknown[0]!r} is not one of {', '.join(PAIR_SYSTEMS)}", param_hint="--kind")
+    engine, settings = overridden_engine(overrides)
+    with engine.connect() as conn:
+        pairs = training_pairs(conn, per_kind, seed, kinds or tuple(PAIR_SYSTEMS))
+    with progress.track("eval pairs", total=len(pairs), unit="phrases") as tracker, \
+            CodeFinder(engine, embedder_factory=query_embedder) as finder:
+        report = evaluate(finder, pair_terms(pairs), progress=tracker.advance)
+    by_kind = accuracy_by(report, [pair.kind for pair in pairs])
+    if as_json:
+        click.echo(json.dumps({**report.as_json(), "by_kind": by_kind, "seed": seed, "per_kind": per_kind,
+                               "sha256": pairs_hash(pairs), "settings_overridden": settings}))
+        return
+    click.echo(f"{report.terms} pairs (seed {seed}): top-1 {report.top1:.3f}, top-5 {report.top5:.3f}; latency "
+               f"p50 {report.latency_ms['p50']:.0f} ms, p95 {report.latency_ms['p95']:.0f} ms")
+    for kind, figures in by_kind.items():
+        click.echo(f"  {kind}: {figures['terms']} pairs, top-1 {figures['top1']:.3f}, top-5 {figures['top5']:.3f}")
+    click.echo("  calibration: " + "; ".join(f"{tier} {figures['listed']} listed, {figures['correct']:.0%} expected"
+                                           for tier, figures in report.calibration.items()))
+
+
 @eval_group.command("fit-confidence")
 @click.option("--terms", "terms_file", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="JSONL dev set to fit on (never a holdout).")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Connection, Engine, text
 
 from medrag.codes.classify import (
+    ICD10CM,
     QUALIFIER_WORDS,
     SYSTEMS,
     Classification,
@@ -109,6 +110,7 @@ def term_query_sql() -> str:
     describes them, rendered into generated.sql from this module's rules (classify's qualifier words and systems)."""
     negation, needs = sql_regex(_NEGATION), sql_text_array(_NEGATION_NEEDS)
     systems, qualifiers = sql_text_array(SYSTEMS), sql_text_array(sorted(QUALIFIER_WORDS))
+    icd10cm = f"'{ICD10CM}'"
     return f"""
 -- Words a term says only inside a negation ("fatty liver not caused by alcohol": caused, by, alcohol): a cue reaches to
 -- the end of its clause (medrag/codes/terms.py renders this script and says which cues count).
@@ -128,8 +130,9 @@ $$;
 -- A classified term's concepts (medrag_classify_code_term gives the classification): each synonym phrase of the table
 -- one concept, each other word one, stop words left out (a stop word the table gives a meaning, "both", is its
 -- expansions); a word that signals only one system is that system's business when the classifier heard more than
--- one; a one-word concept is also worded as the corpus writes it hyphenated ("checkup": check-up). Lexemes are the
--- english configuration's, as the full-text index stems. One statement: a loop of small ones cost ten times more.
+-- one (a service word the ICD-10-CM Index files a code under with another of the term's words is both's); a
+-- one-word concept is also worded as the corpus writes it hyphenated ("checkup": check-up). Lexemes are the english
+-- configuration's, as the full-text index stems. One statement: a loop of small ones cost ten times more.
 CREATE OR REPLACE FUNCTION medrag_code_concepts(term_text text, classification jsonb)
 RETURNS jsonb
 LANGUAGE sql STABLE PARALLEL SAFE
@@ -165,13 +168,27 @@ AS $$
         FROM input, medrag_compounds(ARRAY(SELECT DISTINCT unnest(input.words))) AS c
         GROUP BY c.typed
     ),
-    -- each word only one system's signals name
+    -- each word only one system's signals name, but for a service word the ICD-10-CM Index files a code under
+    -- together with another word of the term: "Screening (for) > hypertension" (Z13.6) makes "screening" in
+    -- "screening for hypertension" ICD-10-CM's concept too; no entry under "Test, tests, testing" names diabetes or
+    -- strips, so "test" in "diabetes a1c test strips" stays HCPCS's
     exclusive AS (
         SELECT w.word, min(s.signal ->> 0) AS system
         FROM jsonb_array_elements(classification -> 'signals') AS s(signal),
              regexp_split_to_table(s.signal ->> 2, ' ') AS w(word)
         GROUP BY w.word
         HAVING count(DISTINCT s.signal ->> 0) = 1
+           AND NOT (min(s.signal ->> 0) <> {icd10cm}
+                    AND EXISTS (
+                        SELECT 1 FROM lexeme own JOIN lexeme other ON other.word <> own.word
+                        -- one entry is enough, each pair's read through the GIN index on core_lexemes (a join
+                        -- the planner chose read the whole Index: 250 ms)
+                        CROSS JOIN LATERAL (SELECT 1 FROM icd10cm_index_entry e
+                                            WHERE e.code IS NOT NULL AND e.index_name = 'diseases'
+                                              AND e.core_lexemes @> (own.lexemes || other.lexemes)
+                                              AND regexp_split_to_array(lower(e.path[1]), ',\\s*') @> ARRAY[w.word]
+                                            LIMIT 1) filed
+                        WHERE own.word = w.word AND cardinality(own.lexemes) > 0))
     ),
     concept AS (
         SELECT s.start_at, s.entry, input.words[s.start_at + 1:s.end_at] AS words,
