@@ -212,7 +212,8 @@ def codes_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, A
         def __enter__(self) -> Finder: return self
         def __exit__(self, *_exc: object) -> None: ...
         def find(self, term: str, **_kwargs: Any) -> SimpleNamespace:
-            return SimpleNamespace(results=[SimpleNamespace(code=code, tier="high" if rank == 0 else "possible")
+            return SimpleNamespace(results=[SimpleNamespace(code=code, scored=code,
+                                                            tier="high" if rank == 0 else "possible")
                                             for rank, code in enumerate(found[term])])
 
     monkeypatch.setattr(cli_codes, "get_engine", lambda: None)
