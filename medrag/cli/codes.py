@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -15,6 +16,9 @@ from medrag.codes.finder import DEFAULT_TOP, MAX_TOP, CodeFinder, clean_term
 from medrag.codes.results import CodeSearch
 from medrag.core.db import get_engine, read_engine
 from medrag.core.tuning import CONFIDENCE_MODEL_FILE
+
+if TYPE_CHECKING:
+    from medrag.codes.evaluation import EvalReport
 
 GOALS_MISSED = 1
 # The dev-set goals of issue 7 (accuracy decides the exit status; latency depends on the machine).
@@ -69,6 +73,12 @@ def render(search: CodeSearch) -> str:
     return "\n".join(lines)
 
 
+def calibration_line(report: EvalReport) -> str:
+    """Per confidence tier, the codes listed and the share of them expected, on one line."""
+    return "  calibration: " + "; ".join(f"{tier} {figures['listed']} listed, {figures['correct']:.0%} expected"
+                                         for tier, figures in report.calibration.items())
+
+
 @eval_group.command("codes")
 @click.option("--terms", "terms_file", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="JSONL dev set: term, system, expected (codes a coder would accept).")
@@ -93,8 +103,7 @@ def eval_codes(terms_file: Path, as_json: bool, overrides: tuple[str, ...]) -> N
         for system, figures in report.by_system.items():
             click.echo(f"  {system}: {figures['terms']} terms, top-1 {figures['top1']:.3f}, "
                        f"top-5 {figures['top5']:.3f}")
-        click.echo("  calibration: " + "; ".join(f"{tier} {figures['listed']} listed, {figures['correct']:.0%} expected"
-                                               for tier, figures in report.calibration.items()))
+        click.echo(calibration_line(report))
         for miss in report.misses:
             where = f"rank {miss.rank}" if miss.rank else "not found"
             click.echo(f"  miss ({where}): {miss.term!r} expected {', '.join(miss.expected[:4])}; "
@@ -137,8 +146,7 @@ def eval_pairs(per_kind: int, kinds: tuple[str, ...], seed: int, as_json: bool, 
                f"p50 {report.latency_ms['p50']:.0f} ms, p95 {report.latency_ms['p95']:.0f} ms")
     for kind, figures in by_kind.items():
         click.echo(f"  {kind}: {figures['terms']} pairs, top-1 {figures['top1']:.3f}, top-5 {figures['top5']:.3f}")
-    click.echo("  calibration: " + "; ".join(f"{tier} {figures['listed']} listed, {figures['correct']:.0%} expected"
-                                           for tier, figures in report.calibration.items()))
+    click.echo(calibration_line(report))
 
 
 @eval_group.command("fit-confidence")
