@@ -123,11 +123,11 @@ $$;
 
 -- What medrag_score_codes reads of a term's current concepts for the codes of one system: its focus concepts (to
 -- cover), context (another system's half of a multi-intent term), negations, and the lexemes that explain a code's
--- words (synonyms included; "non" + a negated word).
+-- words (synonyms included; "non" + a negated word), and the negations it states as the Tabular or Index does.
 CREATE OR REPLACE FUNCTION medrag_term_json(concepts jsonb, code_system text, term_text text, wants_modifiers boolean,
                                             prior double precision, semantic boolean, origin_weights jsonb)
 RETURNS jsonb
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
     WITH c AS (SELECT * FROM medrag_term_concepts(concepts)),
     wordings AS (
@@ -153,6 +153,7 @@ AS $$
                             UNION SELECT e FROM c, unnest(c.explains) AS e WHERE NOT c.negated
                             UNION SELECT 'non' || l FROM c, unnest(c.lexemes) AS l WHERE c.negated) x(l)),
         'asks_other', 'other' = ANY (regexp_split_to_array(lower(term_text), '\s+')),
+        'stated', medrag_stated_negations(term_text),
         'wants_modifiers', wants_modifiers, 'prior', prior, 'semantic', semantic)
 $$;
 

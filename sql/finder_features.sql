@@ -46,7 +46,8 @@ $$;
 -- entry that led to the code (source: the header it gave, when the code is under it) or null}]; term: {system,
 -- focus, context, negations (each a list of concepts, a concept a list of its wordings' [weight, lexemes]), lexemes
 -- (every lexeme the term affirms), explained (the lexemes a code's wording may hold and still be explained),
--- asks_other, wants_modifiers, prior (the routing prior of the system), semantic (whether the system's similarities
+-- stated (the negations it states as the Tabular or Index does: [cue, first word, lexemes]), asks_other,
+-- wants_modifiers, prior (the routing prior of the system), semantic (whether the system's similarities
 -- were read)}.
 CREATE OR REPLACE FUNCTION medrag_code_features(code_release integer, kinds text[], candidates jsonb, term jsonb)
 RETURNS TABLE (code text, exact boolean, contradicted boolean, similarity double precision, has_semantic boolean,
@@ -60,6 +61,10 @@ AS $$
     q AS MATERIALIZED (
         SELECT t.*, EXISTS (SELECT 1 FROM unnest(t.lexemes) l WHERE l ~ '^-*[0-9]+$') AS numbers_count,
                'without' = ANY (t.lexemes) AS asks_without,
+               -- the words of the negations the term states as ICD-10-CM does ("no loss of consciousness"): what a
+               -- code's "without" clause says too
+               ARRAY(SELECT jsonb_array_elements_text(said.value -> 2) FROM jsonb_array_elements(t.stated) said)
+                   AS stated_lexemes,
                -- the sides the term names: a code of another side than the term's is another code ("Hearing aid,
                -- monaural" for "hearing aids for both ears", "... left knee" for "right knee")
                medrag_with_both(ARRAY(SELECT DISTINCT side.value
@@ -68,7 +73,7 @@ AS $$
         FROM (SELECT term ->> 'system' AS system,
                      ARRAY(SELECT jsonb_array_elements_text(term -> 'lexemes')) AS lexemes,
                      ARRAY(SELECT jsonb_array_elements_text(term -> 'explained')) AS explained,
-                     (term ->> 'asks_other')::boolean AS asks_other,
+                     (term ->> 'asks_other')::boolean AS asks_other, coalesce(term -> 'stated', '[]') AS stated,
                      (term ->> 'wants_modifiers')::boolean AS wants_modifiers,
                      (term ->> 'prior')::float8 AS prior, (term ->> 'semantic')::boolean AS semantic,
                      jsonb_array_length(term -> 'focus') AS n_focus,
@@ -92,7 +97,7 @@ AS $$
                d.kind <> 'diagnosis' AND d.code IN (SELECT m.hcpc_code_id FROM mcd_lcd_x_hcpc_code m
                                                     JOIN release r ON r.id = m.release_id AND r.is_current)
                    AS listed_in_lcd,
-               above.codes AS above, t.lexemes AS description_lexemes,
+               above.codes AS above, t.text AS description, t.lexemes AS description_lexemes,
                coalesce(t.negated, '{}') AS excluded, t.says_other AS description_says_other,
                coalesce(ch.title_lexemes, '{}') || coalesce(s.title_lexemes, '{}') AS headings
         FROM jsonb_array_elements(candidates) c
@@ -139,14 +144,15 @@ AS $$
     coverage AS MATERIALIZED (
         -- the share of the term's focus concepts a wording holds, each concept by its best wording's share; a word
         -- the wording (or the description, whatever the wording) names only after "without" covers nothing,
-        -- unless the term says "without" too
+        -- unless the term says "without" too, or states that it is not so as ICD-10-CM does
         SELECT id, sum(share ORDER BY concept_n) AS total
         FROM (SELECT id, concept_n, max(share) AS share
               FROM (SELECT w.id, l.concept_n, l.weight * count(*)::float8 / l.size AS share
                     FROM wording_key w JOIN candidate c ON c.code = w.code CROSS JOIN q
                     CROSS JOIN LATERAL unnest(w.lexemes) AS x
                     JOIN concept_lexeme l ON l.role = 'focus' AND l.lexeme = x
-                    WHERE q.asks_without OR (x <> ALL (w.negated) AND x <> ALL (c.excluded))
+                    WHERE q.asks_without OR x = ANY (q.stated_lexemes)
+                       OR (x <> ALL (w.negated) AND x <> ALL (c.excluded))
                     GROUP BY w.id, l.concept_n, l.wording_n, l.weight, l.size) by_wording
               GROUP BY id, concept_n) by_concept
         GROUP BY id
@@ -295,7 +301,14 @@ AS $$
                                   OR (side = 'one' AND q.asked_sides && ARRAY['left', 'right'])
                                   OR (side IN ('left', 'right') AND 'one' = ANY (q.asked_sides))))
                OR EXISTS (SELECT 1 FROM concept_lexeme n
-                          WHERE n.role = 'negations' AND n.lexeme = ANY (named.lexemes)) AS contradicted,
+                          WHERE n.role = 'negations' AND n.lexeme = ANY (named.lexemes))
+               -- or it names what the term states is not so ("not intractable"), but not after that cue or
+               -- "without"
+               OR EXISTS (SELECT 1 FROM jsonb_array_elements(q.stated) said
+                          WHERE c.description ~* ('\y' || (said.value ->> 1) || '\y')
+                            AND c.description !~* ('\y(?:' || (said.value ->> 0) || '|without)\s+'
+                                                   || (said.value ->> 1) || '\y'))
+                   AS contradicted,
                fused.value AS fused
         FROM candidate c JOIN lexical l ON l.code = c.code JOIN named ON named.code = c.code
         LEFT JOIN named_sides ns ON ns.code = c.code

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from medrag.codes import HCPCS, ICD10CM, CodeFinder, CodeQueryError
 from medrag.codes.evaluation import DevTerm, evaluate, read_dev_set
 from medrag.codes.terms import analyze_term
 from medrag.core.synonyms import SYSTEM_VALUES, synonym_rows
+from medrag.retrieval.training import training_pairs
 
 DEV_SET = Path(__file__).resolve().parents[1] / "eval" / "codes_dev.jsonl"
 DESCRIPTIVE_DEV_SET = DEV_SET.with_name("codes_dev_descriptive.jsonl")
@@ -480,7 +482,7 @@ def test_eval_pairs_measures_the_finder_on_the_releases_pairs_by_kind(cli, index
     code, out, _ = cli("eval", "pairs", "--per-kind", "12", "--seed", "3", "--json")
     assert code == 0
     report = json.loads(out)
-    assert report["terms"] == 36 and set(report["by_kind"]) == {"index", "inclusion", "hcpcs_short"}
+    assert report["terms"] == 48 and set(report["by_kind"]) == {"index", "inclusion", "hcpcs_short", "negation"}
     assert all(figures["terms"] == 12 for figures in report["by_kind"].values())
     assert 0.5 <= report["top1"] <= report["top5"] <= 1.0
     again = json.loads(cli("eval", "pairs", "--per-kind", "12", "--seed", "3", "--json")[1])
@@ -488,7 +490,11 @@ def test_eval_pairs_measures_the_finder_on_the_releases_pairs_by_kind(cli, index
     other = json.loads(cli("eval", "pairs", "--per-kind", "12", "--seed", "4", "--kind", "index", "--json")[1])
     assert other["sha256"] != report["sha256"] and set(other["by_kind"]) == {"index"}
     code, _, err = cli("eval", "pairs", "--kind", "ncd_keyword")
-    assert code == 2 and "'ncd_keyword' is not one of index, inclusion, hcpcs_short" in err
+    assert code == 2 and "'ncd_keyword' is not one of index, inclusion, hcpcs_short, negation" in err
+    with indexed_engine.connect() as conn:  # each negation pair states one the filler "not elsewhere" aside
+        stated = training_pairs(conn, 500, 3, ("negation",))
+    states = re.compile(r"\b(not|no)\b(?! (elsewhere|otherwise))")
+    assert len(stated) > 100 and all(states.search(pair.phrase) for pair in stated)
 
 
 def test_a_code_counts_found_with_the_7th_character_it_is_reported_with(finder) -> None:

@@ -140,6 +140,44 @@ def test_a_without_clause_ends_where_the_wording_goes_on_with_of_or_with(indexed
     assert codes_of(finder.find("right forearm laceration"), ICD10CM)[0] == "S51.811A"
 
 
+def test_each_icd10cm_release_keeps_the_negations_its_wording_states(indexed_engine) -> None:
+    """N64.3 "Galactorrhea not associated with childbirth" in every release's Tabular, the Index level "Immunization >
+    not done" in FY2025's Index: written by the load (medrag_write_stated_negations), read by a term's "not ..."."""
+    with indexed_engine.connect() as conn:
+        stated = conn.execute(text(
+            "SELECT r.label, s.cue, s.words FROM icd10cm_stated_negation s JOIN release r ON r.id = s.release_id "
+            "WHERE s.cue = 'not' AND s.words IN ('{associated}', '{done}') ORDER BY 1, 3")).all()
+        labels = conn.execute(text("SELECT label FROM release WHERE source = 'icd10cm' ORDER BY 1")).scalars().all()
+    assert {(label, ("associated",)) for label in labels} <= {(label, tuple(words)) for label, _, words in stated}
+    assert ("FY2025", "not", ["done"]) in stated
+
+
+@pytest.mark.parametrize(("term", "negated", "stated"), [
+    ("galactorrhea not associated with childbirth", set(), [["not", "associated", ["associ"]]]),  # N64.3's own words
+    # starts with the stated "not intractable"
+    ("not intractable epilepsy", set(), [["not", "intractable", ["intract"]]]),
+    ("immunization not done, parent refusal", set(), [["not", "done", ["done"]]]),  # the Index's level
+    ("psychosis not due to alcohol", {"due", "to", "alcohol"}, []),  # F28 states "not due to a substance", not this
+    ("fatty liver not caused by alcohol", {"caused", "by", "alcohol"}, []),
+])
+def test_a_negation_icd10cm_states_is_searched_as_written(indexed_engine, term, negated, stated) -> None:
+    with indexed_engine.connect() as conn:
+        found = conn.execute(text("SELECT medrag_negated_words(:t), medrag_stated_negations(:t)"), {"t": term}).one()
+    assert (set(found[0]), found[1]) == (negated, stated)
+
+
+def test_a_term_stating_a_codes_own_negation_finds_that_code_and_not_its_opposite(finder) -> None:
+    """Read as a denial, "not associated with childbirth" would rule N64.3 out and "not intractable epilepsy" leave
+    nothing to search; read as the codes' wording, they find the code that states it, and a code naming the word
+    without the negation (G40.919 "..., intractable, ...") is contradicted."""
+    for term, code in (("galactorrhea not associated with childbirth", "N64.3"), ("do not resuscitate", "Z66"),
+                       ("not intractable epilepsy", "G40.909"),
+                       ("concussion, no loss of consciousness", "S06.0X0A")):  # the Tabular says "without"
+        search = finder.find(term)
+        assert codes_of(search, ICD10CM)[0] == code, (term, search.trace)
+    assert "G40.919" not in codes_of(finder.find("not intractable epilepsy"))
+
+
 def test_a_level_a_with_subterm_introduces_is_part_of_the_index_wording(finder) -> None:
     """"Hernia > inguinal > bilateral > with > gangrene > recurrent" (K40.11) says gangrene: a term that does not
     leaves it unexplained, and the entry without it (K40.21) comes first."""

@@ -38,8 +38,11 @@ AS_TYPED = (TYPED, COMPOUND)
 # enough" (too little of something is a deficiency, which codes name: "anemia from not enough iron"). Run by
 # PostgreSQL (medrag_negated_words), case-insensitive, with \b written \y. The clause is a greedy run of characters
 # none of which starts a stop: PostgreSQL makes a whole expression greedy when its first quantified part is, so a
-# lazy run ending where a stop comes would run on to the last stop.
-_NEGATION = (r"\b(?:not(?!\s+(?:elsewhere|otherwise|specified|further|enough|sufficient|adequate))|no|"
+# lazy run ending where a stop comes would run on to the last stop. Group 1 is the cue, group 2 the clause. A
+# negation ICD-10-CM states itself ("Galactorrhea not associated with childbirth", "Do not resuscitate", "...,
+# not intractable", the Index's "Immunization > not done") is a code's own wording, not the user's denial: a clause
+# that starts with one a release states after the same cue is searched as written (medrag_stated_clause).
+_NEGATION = (r"\b(not(?!\s+(?:elsewhere|otherwise|specified|further|enough|sufficient|adequate))|no|"
              r"never|denies|denied|"
              r"negative for|(?:did|does|do|is|was|has|had)n't)\b"
              r"((?:(?!\b(?:but|and|with|or|who|which)\b)[^,;.:()])*)")
@@ -112,15 +115,74 @@ def term_query_sql() -> str:
     systems, qualifiers = sql_text_array(SYSTEMS), sql_text_array(sorted(QUALIFIER_WORDS))
     icd10cm = f"'{ICD10CM}'"
     return f"""
+-- Every negation a code release's Tabular descriptions and Index levels state, [cue, the words of its clause] as the
+-- pattern above reads them ("not intractable", the Index level "not done" under Immunization): what a term's "not ..."
+-- is compared with. Written when a release is loaded (write_code_lookups) and, for every release, below, whenever
+-- these scripts change (the pattern may have).
+CREATE OR REPLACE FUNCTION medrag_write_stated_negations(code_release integer)
+RETURNS integer
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    written integer;
+BEGIN
+    DELETE FROM icd10cm_stated_negation WHERE release_id = code_release;
+    INSERT INTO icd10cm_stated_negation (release_id, cue, words)
+    SELECT DISTINCT code_release, lower(m.found[1]), clause.words
+    FROM (SELECT c.description AS wording FROM icd10cm_code c
+          WHERE c.release_id = code_release AND c.seventh_character IS NULL
+          UNION
+          SELECT e.title FROM icd10cm_index_entry e WHERE e.release_id = code_release) w,
+         regexp_matches(w.wording, '{negation}', 'gi') AS m(found),
+         LATERAL (SELECT medrag_words_of(m.found[2]) AS words) clause
+    WHERE w.wording ILIKE ANY ({needs}) AND cardinality(clause.words) > 0;
+    GET DIAGNOSTICS written = ROW_COUNT;
+    RETURN written;
+END
+$$;
+
+SELECT medrag_write_stated_negations(id) FROM release WHERE source = 'icd10cm' ORDER BY id;
+
+-- How many of a negation clause's first words ICD-10-CM states after the same cue (any loaded release's Tabular or
+-- Index), 0 when it states none of them: "not intractable epilepsy" starts with the stated "not intractable" (1).
+-- Such a negation is a code's wording, searched as written.
+CREATE OR REPLACE FUNCTION medrag_stated_clause(cue text, clause text)
+RETURNS integer
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    SELECT coalesce(max(cardinality(s.words)), 0)::int
+    FROM (SELECT medrag_words_of(clause) AS words) typed
+    JOIN icd10cm_stated_negation s ON s.cue = lower(cue) AND s.words[1] = typed.words[1]
+    WHERE typed.words[1:cardinality(s.words)] = s.words
+$$;
+
+-- The negations a term states as the Tabular or Index does, each [its cue, the first word of the stated clause, the
+-- clause's lexemes] ("not intractable epilepsy": [not, intractable, [intract]]): a code whose description names that
+-- word, but neither after the cue nor after "without", says the opposite ("Epilepsy, unspecified, intractable"), and
+-- a code's "without" clause may cover those lexemes ("Concussion without loss of consciousness").
+CREATE OR REPLACE FUNCTION medrag_stated_negations(term_text text)
+RETURNS jsonb
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    SELECT coalesce(jsonb_agg(jsonb_build_array(
+               lower(m.found[1]), said.words[1],
+               to_jsonb(tsvector_to_array(to_tsvector('english', array_to_string(said.words, ' ')))))), '[]')
+    FROM regexp_matches(term_text, '{negation}', 'gi') AS m(found),
+         LATERAL (SELECT (medrag_words_of(m.found[2]))[1:medrag_stated_clause(m.found[1], m.found[2])] AS words) said
+    WHERE term_text ILIKE ANY ({needs}) AND cardinality(said.words) > 0
+$$;
+
 -- Words a term says only inside a negation ("fatty liver not caused by alcohol": caused, by, alcohol): a cue reaches to
--- the end of its clause (medrag/codes/terms.py renders this script and says which cues count).
+-- the end of its clause, unless the Tabular states the same negation (medrag/codes/terms.py renders this script and
+-- says which cues count).
 CREATE OR REPLACE FUNCTION medrag_negated_words(term_text text)
 RETURNS text[]
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
     SELECT coalesce(array_agg(DISTINCT w), '{{}}')
-    FROM (SELECT unnest(medrag_words_of(m.found[1])) AS w
+    FROM (SELECT unnest(medrag_words_of(m.found[2])) AS w
           FROM regexp_matches(term_text, '{negation}', 'gi') AS m(found)
+          WHERE medrag_stated_clause(m.found[1], m.found[2]) = 0
           EXCEPT
           SELECT unnest(medrag_words_of(regexp_replace(term_text, '{negation}', ' ', 'gi')))) inside
     -- a session caches 32 compiled expressions, fewer than a code search uses: this one runs only where it may match

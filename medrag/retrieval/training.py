@@ -3,6 +3,9 @@
 - index: an ICD-10-CM Index path read as a coder would say it ("Calculus > ureter" -> "ureter calculus" -> N20.1);
 - inclusion: a Tabular inclusion term -> its code;
 - hcpcs_short: a HCPCS short description -> its code;
+- negation: an Index path or inclusion term that states a negation ("not intractable", "not done", "no loss of
+  consciousness"), read as the index kind reads paths -> its code: how the finder reads a term's "not ..." that is
+  a code's own wording;
 - ncd_keyword: one of an NCD's keywords (the MCD's own list: "colon cleansing" -> NCD 100.7);
 - misspelled: a phrase of the kinds above with one typing slip in its longest word (a letter doubled, two swapped,
   one dropped, a vowel changed), the pair's code unchanged: how the search's trigram leg earns its weight.
@@ -21,21 +24,28 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, text
 
 # The document source each kind's pairs name.
-SOURCES = {"index": "icd10cm", "inclusion": "icd10cm", "hcpcs_short": "hcpcs", "ncd_keyword": "ncd"}
+SOURCES = {"index": "icd10cm", "inclusion": "icd10cm", "hcpcs_short": "hcpcs", "negation": "icd10cm",
+           "ncd_keyword": "ncd"}
+# An Index path read innermost first ("Cyst > ovary, ovarian > serous" -> "serous ovary cyst"), each level's first
+# wording, nonessential modifiers left out.
+_INDEX_PHRASE = """lower(array_to_string(ARRAY(SELECT btrim(split_part(regexp_replace(part, '\\s*\\([^)]*\\)', '', 'g'),
+                                                                 ',', 1))
+                                       FROM unnest(string_to_array(e.path, ' > ')) WITH ORDINALITY AS p(part, n)
+                                       ORDER BY n DESC), ' '))"""
+# the newest release with an Index (the Index of a year comes with its code tables, not always loaded)
+_INDEX_RELEASE = "(SELECT max(i.release) FROM v_icd10cm_index i WHERE i.index_name = 'diseases')"
+# a negation the wording states, not the Tabular's filler ("not elsewhere classified")
+_STATES_NEGATION = "'\\y(not|no)\\y'"
+_FILLER_NEGATION = "'(not elsewhere|not otherwise)'"
 
 _PAIRS = {
-    # Index to Diseases paths of at most three levels whose code is complete; each level's first wording, innermost
-    # first ("Cyst > ovary, ovarian > serous" -> "serous ovary cyst"), nonessential modifiers left out
-    "index": """
-        SELECT lower(array_to_string(ARRAY(SELECT btrim(split_part(regexp_replace(part, '\\s*\\([^)]*\\)', '', 'g'),
-                                                                 ',', 1))
-                                           FROM unnest(string_to_array(e.path, ' > ')) WITH ORDINALITY AS p(part, n)
-                                           ORDER BY n DESC), ' ')) AS phrase, e.code
+    # Index to Diseases paths of at most three levels whose code is complete, read as _INDEX_PHRASE says
+    "index": f"""
+        SELECT {_INDEX_PHRASE} AS phrase, e.code
         FROM v_icd10cm_index e
         WHERE e.index_name = 'diseases' AND e.code ~ '^[A-Z][0-9A-Z.]+[0-9A-Z]$'
           AND e.level <= 2 AND e.path !~* '(NEC|NOS|see |specified|other|unspecified)'
-          -- the newest release with an Index (the Index of a year comes with its code tables, not always loaded)
-          AND e.release = (SELECT max(i.release) FROM v_icd10cm_index i WHERE i.index_name = 'diseases')
+          AND e.release = {_INDEX_RELEASE}
         ORDER BY md5(:seed || e.entry_id::text) LIMIT :n""",
     "inclusion": """
         SELECT lower(term) AS phrase, c.code
@@ -48,6 +58,22 @@ _PAIRS = {
         FROM hcpcs_code h JOIN release r ON r.id = h.release_id AND r.is_current
         WHERE h.kind = 'procedure' AND h.termination_date IS NULL AND h.short_description !~* '(NOC|NOS|misc)'
         ORDER BY md5(:seed || h.code) LIMIT :n""",
+    # Index paths of at most four levels and inclusion terms whose phrase states a negation, each phrase once
+    "negation": f"""
+        SELECT phrase, min(code) AS code
+        FROM (SELECT {_INDEX_PHRASE} AS phrase, e.code, md5(:seed || e.entry_id::text) AS draw
+              FROM v_icd10cm_index e
+              WHERE e.index_name = 'diseases' AND e.code ~ '^[A-Z][0-9A-Z.]+[0-9A-Z]$' AND e.level <= 3
+                AND e.path ~* {_STATES_NEGATION}
+                AND e.path !~* '(NEC|NOS|see |specified|other|unspecified)' AND e.release = {_INDEX_RELEASE}
+              UNION ALL
+              SELECT lower(term), c.code, md5(:seed || c.code || term)
+              FROM icd10cm_code c JOIN release r ON r.id = c.release_id AND r.is_current,
+                   unnest(c.inclusion_terms) AS term
+              WHERE c.billable AND c.seventh_character IS NULL AND term !~* '(NEC|NOS|other|unspecified)') said
+        WHERE phrase ~* {_STATES_NEGATION} AND phrase !~* {_FILLER_NEGATION}
+        GROUP BY phrase HAVING count(DISTINCT code) = 1
+        ORDER BY min(draw) LIMIT :n""",
     # a keyword two current NCDs share names neither
     "ncd_keyword": """
         SELECT k.phrase, min(n.section) AS code

@@ -49,8 +49,10 @@ class Source(Protocol):
 
 def write_code_lookups(conn: Connection, release_id: int) -> None:
     """Rewrite what the code finder reads of a code release: its description words (medrag_code_word), which
-    spelling is corrected to, and each code's stemmed wordings (medrag_code_detail), which candidates are scored by."""
-    conn.execute(text("SELECT medrag_refresh_code_words(:r), medrag_refresh_code_details(:r)"), {"r": release_id})
+    spelling is corrected to, each code's stemmed wordings (medrag_code_detail), which candidates are scored by, and
+    the negations its wording states (icd10cm_stated_negation), which a term's "not ..." is read against."""
+    conn.execute(text("SELECT medrag_refresh_code_words(:r), medrag_refresh_code_details(:r), "
+                      "medrag_write_stated_negations(:r)"), {"r": release_id})
 
 
 def quarter_label(day: dt.date) -> str:
