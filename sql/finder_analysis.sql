@@ -123,7 +123,7 @@ $$;
 
 -- What medrag_score_codes reads of a term's current concepts for the codes of one system: its focus concepts (to
 -- cover), context (another system's half of a multi-intent term), negations, and the lexemes that explain a code's
--- words (synonyms included; "non" + a negated word), and the negations it states as the Tabular or Index does.
+-- words (synonyms included; "non" + a negated word), and what it says is absent the way ICD-10-CM words it.
 CREATE OR REPLACE FUNCTION medrag_term_json(concepts jsonb, code_system text, term_text text, wants_modifiers boolean,
                                             prior double precision, semantic boolean, origin_weights jsonb)
 RETURNS jsonb
@@ -138,7 +138,15 @@ AS $$
         FROM c, jsonb_array_elements(c.wordings) WITH ORDINALITY AS w(value, n)
         GROUP BY c.n
     ),
-    affirmed AS (SELECT DISTINCT l FROM c, unnest(c.lexemes) AS l WHERE NOT c.negated)
+    affirmed AS (SELECT DISTINCT l FROM c, unnest(c.lexemes) AS l WHERE NOT c.negated),
+    absences AS (SELECT medrag_absences(term_text) AS value),
+    absent AS (
+        -- the lexemes of the concepts said absent, as corrected and expanded ("without complicatons": complic)
+        SELECT DISTINCT l
+        FROM absences, c, unnest(c.lexemes) AS l
+        WHERE c.words <@ ARRAY(SELECT jsonb_array_elements_text(a.value -> 1)
+                               FROM jsonb_array_elements(absences.value) a)
+    )
     SELECT jsonb_build_object(
         'system', code_system,
         'focus', coalesce((SELECT jsonb_agg(w.wordings ORDER BY c.n) FROM c JOIN wordings w USING (n)
@@ -153,7 +161,8 @@ AS $$
                             UNION SELECT e FROM c, unnest(c.explains) AS e WHERE NOT c.negated
                             UNION SELECT 'non' || l FROM c, unnest(c.lexemes) AS l WHERE c.negated) x(l)),
         'asks_other', 'other' = ANY (regexp_split_to_array(lower(term_text), '\s+')),
-        'stated', medrag_stated_negations(term_text),
+        'absences', (SELECT value FROM absences),
+        'absent', (SELECT coalesce(jsonb_agg(l ORDER BY l COLLATE "C"), '[]') FROM absent),
         'wants_modifiers', wants_modifiers, 'prior', prior, 'semantic', semantic)
 $$;
 

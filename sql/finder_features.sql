@@ -46,8 +46,7 @@ $$;
 -- entry that led to the code (source: the header it gave, when the code is under it) or null}]; term: {system,
 -- focus, context, negations (each a list of concepts, a concept a list of its wordings' [weight, lexemes]), lexemes
 -- (every lexeme the term affirms), explained (the lexemes a code's wording may hold and still be explained),
--- stated (the negations it states as the Tabular or Index does: [cue, first word, lexemes]), asks_other,
--- wants_modifiers, prior (the routing prior of the system), semantic (whether the system's similarities
+-- absences (what it says is absent the way ICD-10-CM words it: [cue, words, lexemes]), asks_other, wants_modifiers, prior (the routing prior of the system), semantic (whether the system's similarities
 -- were read)}.
 CREATE OR REPLACE FUNCTION medrag_code_features(code_release integer, kinds text[], candidates jsonb, term jsonb)
 RETURNS TABLE (code text, exact boolean, contradicted boolean, similarity double precision, has_semantic boolean,
@@ -61,10 +60,11 @@ AS $$
     q AS MATERIALIZED (
         SELECT t.*, EXISTS (SELECT 1 FROM unnest(t.lexemes) l WHERE l ~ '^-*[0-9]+$') AS numbers_count,
                'without' = ANY (t.lexemes) AS asks_without,
-               -- the words of the negations the term states as ICD-10-CM does ("no loss of consciousness"): what a
-               -- code's "without" clause says too
-               ARRAY(SELECT jsonb_array_elements_text(said.value -> 2) FROM jsonb_array_elements(t.stated) said)
-                   AS stated_lexemes,
+               -- the words of what the term says is absent the way ICD-10-CM words it ("no loss of
+               -- consciousness"): what a code's "without" clause says too; and what it says is so
+               t.absent AS absent_lexemes,
+               ARRAY(SELECT x FROM unnest(t.lexemes) x
+                     WHERE x <> ALL (t.absent) AND x <> ALL ((SELECT neutral_lexemes FROM cfg)::text[])) AS affirmed,
                -- the sides the term names: a code of another side than the term's is another code ("Hearing aid,
                -- monaural" for "hearing aids for both ears", "... left knee" for "right knee")
                medrag_with_both(ARRAY(SELECT DISTINCT side.value
@@ -73,7 +73,10 @@ AS $$
         FROM (SELECT term ->> 'system' AS system,
                      ARRAY(SELECT jsonb_array_elements_text(term -> 'lexemes')) AS lexemes,
                      ARRAY(SELECT jsonb_array_elements_text(term -> 'explained')) AS explained,
-                     (term ->> 'asks_other')::boolean AS asks_other, coalesce(term -> 'stated', '[]') AS stated,
+                     (term ->> 'asks_other')::boolean AS asks_other, coalesce(term -> 'absences', '[]') AS absences,
+                     ARRAY(SELECT jsonb_array_elements_text(a.value -> 2)
+                           FROM jsonb_array_elements(coalesce(term -> 'absences', '[]')) a
+                           UNION SELECT jsonb_array_elements_text(coalesce(term -> 'absent', '[]'))) AS absent,
                      (term ->> 'wants_modifiers')::boolean AS wants_modifiers,
                      (term ->> 'prior')::float8 AS prior, (term ->> 'semantic')::boolean AS semantic,
                      jsonb_array_length(term -> 'focus') AS n_focus,
@@ -98,7 +101,8 @@ AS $$
                                                     JOIN release r ON r.id = m.release_id AND r.is_current)
                    AS listed_in_lcd,
                above.codes AS above, t.text AS description, t.lexemes AS description_lexemes,
-               coalesce(t.negated, '{}') AS excluded, t.says_other AS description_says_other,
+               coalesce(t.negated, '{}') AS excluded, coalesce(t.filler, '{}') AS description_filler,
+               t.says_other AS description_says_other,
                coalesce(ch.title_lexemes, '{}') || coalesce(s.title_lexemes, '{}') AS headings
         FROM jsonb_array_elements(candidates) c
         JOIN medrag_code_detail d ON d.release_id = code_release AND d.code = c.value ->> 'code'
@@ -151,7 +155,7 @@ AS $$
                     FROM wording_key w JOIN candidate c ON c.code = w.code CROSS JOIN q
                     CROSS JOIN LATERAL unnest(w.lexemes) AS x
                     JOIN concept_lexeme l ON l.role = 'focus' AND l.lexeme = x
-                    WHERE q.asks_without OR x = ANY (q.stated_lexemes)
+                    WHERE q.asks_without OR x = ANY (q.absent_lexemes)
                        OR (x <> ALL (w.negated) AND x <> ALL (c.excluded))
                     GROUP BY w.id, l.concept_n, l.wording_n, l.weight, l.size) by_wording
               GROUP BY id, concept_n) by_concept
@@ -302,12 +306,24 @@ AS $$
                                   OR (side IN ('left', 'right') AND 'one' = ANY (q.asked_sides))))
                OR EXISTS (SELECT 1 FROM concept_lexeme n
                           WHERE n.role = 'negations' AND n.lexeme = ANY (named.lexemes))
-               -- or it names what the term states is not so ("not intractable"), but not after that cue or
-               -- "without"
-               OR EXISTS (SELECT 1 FROM jsonb_array_elements(q.stated) said
-                          WHERE c.description ~* ('\y' || (said.value ->> 1) || '\y')
-                            AND c.description !~* ('\y(?:' || (said.value ->> 0) || '|without)\s+'
-                                                   || (said.value ->> 1) || '\y'))
+               -- or it names what the term says is absent ("not intractable", "without aura"), and none of its
+               -- own wordings says that absent
+               OR EXISTS (SELECT 1
+                          FROM jsonb_array_elements(q.absences) a,
+                               LATERAL (SELECT array_to_string(ARRAY(SELECT jsonb_array_elements_text(a.value -> 1)),
+                                                               '\s+') AS words) absent
+                          WHERE c.description ~* ('\y' || absent.words || '\y')
+                            AND NOT EXISTS (SELECT 1 FROM term_row t
+                                            WHERE t.candidate = c.code AND t.code = c.code
+                                              AND t.text ~* ('\y(?:without|not|no)\s+' || absent.words || '\y')))
+               -- or its description says absent ("without ...", "not ...") what the term says is so ("Migraine
+               -- without aura, not intractable" for "migraine without aura, intractable")
+               OR EXISTS (SELECT 1 FROM unnest(c.excluded) x WHERE x = ANY (q.affirmed))
+               OR (c.description ~* '\ynot\s'
+                   AND EXISTS (SELECT 1 FROM regexp_matches(c.description, '\ynot\s+([a-z]+)', 'gi') AS n(found),
+                                             unnest(tsvector_to_array(to_tsvector('english', n.found[1]))) x
+                               -- the Tabular's filler ("not elsewhere classified") says nothing is absent
+                               WHERE x = ANY (q.affirmed) AND x <> ALL (c.description_filler)))
                    AS contradicted,
                fused.value AS fused
         FROM candidate c JOIN lexical l ON l.code = c.code JOIN named ON named.code = c.code

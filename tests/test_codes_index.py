@@ -152,18 +152,19 @@ def test_each_icd10cm_release_keeps_the_negations_its_wording_states(indexed_eng
     assert ("FY2025", "not", ["done"]) in stated
 
 
-@pytest.mark.parametrize(("term", "negated", "stated"), [
-    ("galactorrhea not associated with childbirth", set(), [["not", "associated", ["associ"]]]),  # N64.3's own words
+@pytest.mark.parametrize(("term", "negated", "absences"), [
+    ("galactorrhea not associated with childbirth", set(), [["not", ["associated"], ["associ"]]]),  # N64.3's words
     # starts with the stated "not intractable"
-    ("not intractable epilepsy", set(), [["not", "intractable", ["intract"]]]),
-    ("immunization not done, parent refusal", set(), [["not", "done", ["done"]]]),  # the Index's level
+    ("not intractable epilepsy", set(), [["not", ["intractable"], ["intract"]]]),
+    ("immunization not done, parent refusal", set(), [["not", ["done"], ["done"]]]),  # the Index's level
     ("psychosis not due to alcohol", {"due", "to", "alcohol"}, []),  # F28 states "not due to a substance", not this
     ("fatty liver not caused by alcohol", {"caused", "by", "alcohol"}, []),
+    ("migraine without aura, intractable", set(), [["without", ["aura"], ["aura"]]]),  # the clause ends at the comma
 ])
-def test_a_negation_icd10cm_states_is_searched_as_written(indexed_engine, term, negated, stated) -> None:
+def test_a_negation_icd10cm_states_is_searched_as_written(indexed_engine, term, negated, absences) -> None:
     with indexed_engine.connect() as conn:
-        found = conn.execute(text("SELECT medrag_negated_words(:t), medrag_stated_negations(:t)"), {"t": term}).one()
-    assert (set(found[0]), found[1]) == (negated, stated)
+        found = conn.execute(text("SELECT medrag_negated_words(:t), medrag_absences(:t)"), {"t": term}).one()
+    assert (set(found[0]), found[1]) == (negated, absences)
 
 
 def test_a_term_stating_a_codes_own_negation_finds_that_code_and_not_its_opposite(finder) -> None:
@@ -176,6 +177,15 @@ def test_a_term_stating_a_codes_own_negation_finds_that_code_and_not_its_opposit
         search = finder.find(term)
         assert codes_of(search, ICD10CM)[0] == code, (term, search.trace)
     assert "G40.919" not in codes_of(finder.find("not intractable epilepsy"))
+
+
+def test_what_a_term_and_a_code_say_is_absent_contradicts_what_the_other_says_is_so(finder) -> None:
+    """"Migraine with aura" names what "migraine without aura, intractable" says is absent, and "Migraine without
+    aura, not intractable" says absent what it says is so: neither is listed. G40.A09 "Absence epileptic syndrome,
+    not intractable" is not what "intractable pyknolepsy" asks for."""
+    listed = codes_of(finder.find("migraine without aura, intractable"), ICD10CM)
+    assert listed and not any(code.startswith("G43.1") or code in ("G43.001", "G43.009") for code in listed), listed
+    assert codes_of(finder.find("intractable pyknolepsy"), ICD10CM)[0] == "G40.A19"
 
 
 def test_a_level_a_with_subterm_introduces_is_part_of_the_index_wording(finder) -> None:

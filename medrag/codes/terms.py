@@ -46,6 +46,8 @@ _NEGATION = (r"\b(not(?!\s+(?:elsewhere|otherwise|specified|further|enough|suffi
              r"never|denies|denied|"
              r"negative for|(?:did|does|do|is|was|has|had)n't)\b"
              r"((?:(?!\b(?:but|and|with|or|who|which)\b)[^,;.:()])*)")
+# A term's "without" clause, read as a description's is (medrag_without_lexemes): to a stop, "with" or "of".
+_WITHOUT = r"\bwithout\b((?:(?!\b(?:with|of)\b)[^,;.:()])*)"
 # What a term holds wherever a negation cue is (LIKE patterns): without one, the pattern is not run.
 _NEGATION_NEEDS = ("%no%", "%never%", "%denie%", "%negative%", "%n't%")
 
@@ -111,7 +113,7 @@ def analyze_term(conn: Connection | Engine, term: str) -> tuple[Classification, 
 def term_query_sql() -> str:
     """medrag_negated_words(text) and medrag_code_concepts(text, classification): a term's concepts as analyze_term
     describes them, rendered into generated.sql from this module's rules (classify's qualifier words and systems)."""
-    negation, needs = sql_regex(_NEGATION), sql_text_array(_NEGATION_NEEDS)
+    negation, needs, without = sql_regex(_NEGATION), sql_text_array(_NEGATION_NEEDS), sql_regex(_WITHOUT)
     systems, qualifiers = sql_text_array(SYSTEMS), sql_text_array(sorted(QUALIFIER_WORDS))
     icd10cm = f"'{ICD10CM}'"
     return f"""
@@ -156,20 +158,30 @@ AS $$
     WHERE typed.words[1:cardinality(s.words)] = s.words
 $$;
 
--- The negations a term states as the Tabular or Index does, each [its cue, the first word of the stated clause, the
--- clause's lexemes] ("not intractable epilepsy": [not, intractable, [intract]]): a code whose description names that
--- word, but neither after the cue nor after "without", says the opposite ("Epilepsy, unspecified, intractable"), and
--- a code's "without" clause may cover those lexemes ("Concussion without loss of consciousness").
-CREATE OR REPLACE FUNCTION medrag_stated_negations(term_text text)
+-- What a term says is absent the way ICD-10-CM words it, each [its cue, the clause's words, their lexemes]: a
+-- negation it states as the Tabular or Index does ("not intractable epilepsy": [not, [intractable], [intract]]) and
+-- each "without" clause ("migraine without aura, intractable": [without, [aura], [aura]]). A code whose description
+-- names those words, in order, when none of its own wordings says them after "without", "not" or "no", says the
+-- opposite ("Epilepsy, unspecified, intractable", "Migraine with aura"); a code's "without" clause may cover a
+-- stated negation's lexemes ("Concussion without loss of consciousness" for "concussion, no loss of
+-- consciousness"). An Index path read innermost first runs its "without" clause over its main term ("without
+-- refractory migraine migraine"): words no description says in that order.
+CREATE OR REPLACE FUNCTION medrag_absences(term_text text)
 RETURNS jsonb
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
     SELECT coalesce(jsonb_agg(jsonb_build_array(
-               lower(m.found[1]), said.words[1],
-               to_jsonb(tsvector_to_array(to_tsvector('english', array_to_string(said.words, ' ')))))), '[]')
-    FROM regexp_matches(term_text, '{negation}', 'gi') AS m(found),
-         LATERAL (SELECT (medrag_words_of(m.found[2]))[1:medrag_stated_clause(m.found[1], m.found[2])] AS words) said
-    WHERE term_text ILIKE ANY ({needs}) AND cardinality(said.words) > 0
+               a.cue, to_jsonb(a.words),
+               to_jsonb(tsvector_to_array(to_tsvector('english', array_to_string(a.words, ' '))))) ORDER BY a.n), '[]')
+    FROM (SELECT 1 AS n, lower(m.found[1]) AS cue,
+                 (medrag_words_of(m.found[2]))[1:medrag_stated_clause(m.found[1], m.found[2])] AS words
+          FROM regexp_matches(term_text, '{negation}', 'gi') AS m(found)
+          WHERE term_text ILIKE ANY ({needs})
+          UNION ALL
+          SELECT 2, 'without', medrag_words_of(w.found[1])
+          FROM regexp_matches(term_text, '{without}', 'gi') AS w(found)
+          WHERE term_text ~* 'without') a
+    WHERE cardinality(a.words) > 0
 $$;
 
 -- Words a term says only inside a negation ("fatty liver not caused by alcohol": caused, by, alcohol): a cue reaches to
