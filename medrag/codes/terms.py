@@ -185,8 +185,8 @@ AS $$
 $$;
 
 -- Words a term says only inside a negation ("fatty liver not caused by alcohol": caused, by, alcohol): a cue reaches to
--- the end of its clause, unless the Tabular states the same negation (medrag/codes/terms.py renders this script and
--- says which cues count).
+-- the end of its clause, unless ICD-10-CM states that negation itself (medrag_stated_clause; medrag/codes/terms.py
+-- renders this script and says which cues count).
 CREATE OR REPLACE FUNCTION medrag_negated_words(term_text text)
 RETURNS text[]
 LANGUAGE sql STABLE PARALLEL SAFE
