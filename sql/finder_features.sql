@@ -199,7 +199,7 @@ AS $$
              LATERAL (SELECT coalesce(wc.total, 0) / q.n_focus AS coverage) cov,
              LATERAL (SELECT coalesce(cc.explained, 0) AS explained,
                              coalesce(cc.size, 0) - coalesce(cc.explained, 0) + coalesce(added.unexplained, 0)
-                             -- an "Other ..." residual code is what the term did not say, unless it says "other"
+                             -- an "Other ..." or "NEC" residual is what the term did not say, unless it says "other"
                              + CASE WHEN NOT q.asks_other AND w.says_other_word THEN 1 ELSE 0 END AS unexplained) u,
              LATERAL (SELECT CASE WHEN u.explained + u.unexplained > 0
                                   THEN u.explained::float8 / (u.explained + u.unexplained) ELSE 1.0 END AS value

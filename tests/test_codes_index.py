@@ -188,6 +188,21 @@ def test_what_a_term_and_a_code_say_is_absent_contradicts_what_the_other_says_is
     assert codes_of(finder.find("intractable pyknolepsy"), ICD10CM)[0] == "G40.A19"
 
 
+def test_a_wording_that_says_nec_names_a_residual(indexed_engine) -> None:
+    """"NEC" says what "Other ..." says (revision 0038): the Index's "specified NEC" level, and the stored flag of
+    Z13.83's description in every release that has it; "not elsewhere classified" written out is the Tabular's
+    filler, and "necrosis" is not "NEC"."""
+    with indexed_engine.connect() as conn:
+        says = [conn.execute(text("SELECT medrag_says_other(:w)"), {"w": wording}).scalar_one()
+                for wording in ("Epilepsy, epileptic, epilepsia > specified NEC > not intractable",
+                                "Other epilepsy", "Epilepsy, unspecified", "Necrosis, skin")]
+        stored = conn.execute(text(
+            "SELECT bool_and(t.says_other), count(*) FROM medrag_code_term t JOIN release r ON r.id = t.release_id "
+            "WHERE r.source = 'icd10cm' AND t.code = 'Z13.83' AND t.n = 0")).one()
+    assert says == [True, True, False, False]
+    assert stored[0] is True and stored[1] >= 2
+
+
 def test_a_level_a_with_subterm_introduces_is_part_of_the_index_wording(finder) -> None:
     """"Hernia > inguinal > bilateral > with > gangrene > recurrent" (K40.11) says gangrene: a term that does not
     leaves it unexplained, and the entry without it (K40.21) comes first."""
