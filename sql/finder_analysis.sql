@@ -141,8 +141,11 @@ AS $$
     affirmed AS (SELECT DISTINCT l FROM c, unnest(c.lexemes) AS l WHERE NOT c.negated),
     absences AS (SELECT medrag_absences(term_text) AS value),
     absent AS (
-        -- the lexemes of the concepts said absent, as corrected and expanded ("without complicatons": complic)
-        SELECT DISTINCT l
+        -- the lexemes said absent: the absences' own, and their concepts' as corrected and expanded ("without
+        -- complicatons": complic)
+        SELECT l FROM absences, jsonb_array_elements(absences.value) a, jsonb_array_elements_text(a.value -> 2) l
+        UNION
+        SELECT l
         FROM absences, c, unnest(c.lexemes) AS l
         WHERE c.words <@ ARRAY(SELECT jsonb_array_elements_text(a.value -> 1)
                                FROM jsonb_array_elements(absences.value) a)

@@ -46,8 +46,9 @@ $$;
 -- entry that led to the code (source: the header it gave, when the code is under it) or null}]; term: {system,
 -- focus, context, negations (each a list of concepts, a concept a list of its wordings' [weight, lexemes]), lexemes
 -- (every lexeme the term affirms), explained (the lexemes a code's wording may hold and still be explained),
--- absences (what it says is absent the way ICD-10-CM words it: [cue, words, lexemes]), asks_other, wants_modifiers, prior (the routing prior of the system), semantic (whether the system's similarities
--- were read)}.
+-- absences (what it says is absent the way ICD-10-CM words it: [cue, words, lexemes]), absent (their lexemes and
+-- their concepts'), asks_other, wants_modifiers, prior (the routing prior of the system), semantic (whether the
+-- system's similarities were read)}.
 CREATE OR REPLACE FUNCTION medrag_code_features(code_release integer, kinds text[], candidates jsonb, term jsonb)
 RETURNS TABLE (code text, exact boolean, contradicted boolean, similarity double precision, has_semantic boolean,
                lexical double precision, coverage double precision, best_term text, rank double precision,
@@ -60,9 +61,7 @@ AS $$
     q AS MATERIALIZED (
         SELECT t.*, EXISTS (SELECT 1 FROM unnest(t.lexemes) l WHERE l ~ '^-*[0-9]+$') AS numbers_count,
                'without' = ANY (t.lexemes) AS asks_without,
-               -- the words of what the term says is absent the way ICD-10-CM words it ("no loss of
-               -- consciousness"): what a code's "without" clause says too; and what it says is so
-               t.absent AS absent_lexemes,
+               -- what the term says is so: not what it says is absent the way ICD-10-CM words it
                ARRAY(SELECT x FROM unnest(t.lexemes) x
                      WHERE x <> ALL (t.absent) AND x <> ALL ((SELECT neutral_lexemes FROM cfg)::text[])) AS affirmed,
                -- the sides the term names: a code of another side than the term's is another code ("Hearing aid,
@@ -74,9 +73,7 @@ AS $$
                      ARRAY(SELECT jsonb_array_elements_text(term -> 'lexemes')) AS lexemes,
                      ARRAY(SELECT jsonb_array_elements_text(term -> 'explained')) AS explained,
                      (term ->> 'asks_other')::boolean AS asks_other, coalesce(term -> 'absences', '[]') AS absences,
-                     ARRAY(SELECT jsonb_array_elements_text(a.value -> 2)
-                           FROM jsonb_array_elements(coalesce(term -> 'absences', '[]')) a
-                           UNION SELECT jsonb_array_elements_text(coalesce(term -> 'absent', '[]'))) AS absent,
+                     ARRAY(SELECT jsonb_array_elements_text(coalesce(term -> 'absent', '[]'))) AS absent,
                      (term ->> 'wants_modifiers')::boolean AS wants_modifiers,
                      (term ->> 'prior')::float8 AS prior, (term ->> 'semantic')::boolean AS semantic,
                      jsonb_array_length(term -> 'focus') AS n_focus,
@@ -155,7 +152,8 @@ AS $$
                     FROM wording_key w JOIN candidate c ON c.code = w.code CROSS JOIN q
                     CROSS JOIN LATERAL unnest(w.lexemes) AS x
                     JOIN concept_lexeme l ON l.role = 'focus' AND l.lexeme = x
-                    WHERE q.asks_without OR x = ANY (q.absent_lexemes)
+                    -- ("no loss of consciousness": what a code's "without" clause says too)
+                    WHERE q.asks_without OR x = ANY (q.absent)
                        OR (x <> ALL (w.negated) AND x <> ALL (c.excluded))
                     GROUP BY w.id, l.concept_n, l.wording_n, l.weight, l.size) by_wording
               GROUP BY id, concept_n) by_concept
