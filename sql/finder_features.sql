@@ -211,10 +211,29 @@ AS $$
         ORDER BY code, score DESC, coverage DESC, array_position(ARRAY['own', 'inherited', 'index'], grp), source,
                  n
     ),
+    default_word AS (
+        -- what the Tabular says a code is by default: the words of its description that a "... NOS" wording of it
+        -- leaves out ("accidental" of "Poisoning by penicillins, accidental (unintentional)", which lists "Poisoning
+        -- by penicillins NOS"), the NOS wording's other words all in the description
+        SELECT DISTINCT d.candidate AS code, x AS lexeme
+        FROM term_row d JOIN term_row n ON n.candidate = d.candidate AND n.code = d.code AND n.n > 0
+             CROSS JOIN LATERAL unnest(d.lexemes) AS x
+        WHERE d.code = d.candidate AND d.n = 0 AND 'nos' = ANY (n.lexemes)
+          AND ARRAY(SELECT y FROM unnest(n.lexemes) y WHERE y <> 'nos') <@ d.lexemes AND x <> ALL (n.lexemes)
+    ),
     nos AS (
-        -- the term is a "... NOS" wording of the code or a code above it: the code is its default
+        -- the term is a "... NOS" wording of the code or a code above it: the code is its default; so it is when a
+        -- wording of the code ("Table of Drugs: Amoxicillin, Poisoning Accidental (unintentional)" for "amoxicillin
+        -- poisoning") leaves unexplained only what the code is by default (not a wording of a code above it)
         SELECT DISTINCT w.code FROM wording_score w
         WHERE 'nos' = ANY (w.lexemes) AND w.content_size > 0 AND w.content_explained = w.content_size
+        UNION
+        SELECT d.code
+        FROM content d JOIN wording_key w ON w.id = d.id AND NOT w.inherited
+             LEFT JOIN default_word k ON k.code = d.code AND k.lexeme = d.lexeme
+        GROUP BY d.id, d.code
+        HAVING bool_or(d.explained) AND bool_or(NOT d.explained AND k.code IS NOT NULL)
+           AND bool_and(d.explained OR k.code IS NOT NULL)
     ),
     lexical AS (
         SELECT c.code, coalesce(b.coverage, 0.0) AS coverage, coalesce(b.text, '') AS best_term,

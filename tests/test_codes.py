@@ -482,7 +482,8 @@ def test_eval_pairs_measures_the_finder_on_the_releases_pairs_by_kind(cli, index
     code, out, _ = cli("eval", "pairs", "--per-kind", "12", "--seed", "3", "--json")
     assert code == 0
     report = json.loads(out)
-    assert report["terms"] == 48 and set(report["by_kind"]) == {"index", "inclusion", "hcpcs_short", "negation"}
+    assert report["terms"] == 60
+    assert set(report["by_kind"]) == {"index", "inclusion", "hcpcs_short", "negation", "drug"}
     assert all(figures["terms"] == 12 for figures in report["by_kind"].values())
     assert 0.5 <= report["top1"] <= report["top5"] <= 1.0
     again = json.loads(cli("eval", "pairs", "--per-kind", "12", "--seed", "3", "--json")[1])
@@ -490,11 +491,19 @@ def test_eval_pairs_measures_the_finder_on_the_releases_pairs_by_kind(cli, index
     other = json.loads(cli("eval", "pairs", "--per-kind", "12", "--seed", "4", "--kind", "index", "--json")[1])
     assert other["sha256"] != report["sha256"] and set(other["by_kind"]) == {"index"}
     code, _, err = cli("eval", "pairs", "--kind", "ncd_keyword")
-    assert code == 2 and "'ncd_keyword' is not one of index, inclusion, hcpcs_short, negation" in err
+    assert code == 2 and "'ncd_keyword' is not one of index, inclusion, hcpcs_short, negation, drug" in err
     with indexed_engine.connect() as conn:  # each negation pair states one the filler "not elsewhere" aside
         stated = training_pairs(conn, 500, 3, ("negation",))
+        drugs = training_pairs(conn, 300, 3, ("drug",))
     states = re.compile(r"\b(not|no)\b(?! (elsewhere|otherwise))")
     assert len(stated) > 100 and all(states.search(pair.phrase) for pair in stated)
+    # a Table of Drugs row and column: the column's words, or "poisoning" alone where the Tabular calls the code the
+    # poisoning's NOS (the accidental column, 6th character 1)
+    columns = re.compile(r" (poisoning( accidental| intentional self-harm| assault| undetermined)?|adverse effect|"
+                         r"underdosing)$")
+    assert len(drugs) == 300 and all(pair.code.startswith("T") and columns.search(pair.phrase) for pair in drugs)
+    bare = [pair.code for pair in drugs if pair.phrase.endswith(" poisoning")]
+    assert bare and all(code.endswith("1") for code in bare)
 
 
 def test_a_code_counts_found_with_the_7th_character_it_is_reported_with(finder) -> None:

@@ -222,6 +222,20 @@ def test_drug_table_term_gets_its_seventh_character_explained(finder) -> None:
         in search.trace
 
 
+@pytest.mark.parametrize(("term", "code"), [
+    ("amoxicillin poisoning", "T36.0X1A"),  # the Tabular: "Poisoning by penicillins NOS" under T36.0X1
+    ("amoxicillin poisoning, assault", "T36.0X3A"),  # an intent said is the intent coded
+    ("adverse effect of amoxicillin", "T36.0X5A"),
+    ("not intractable tension headache", "G44.209"),  # "Chronic tension-type headache NOS" is not its default
+])
+def test_a_poisoning_without_its_intent_is_the_column_the_tabular_calls_nos(finder, term, code) -> None:
+    """The Table of Drugs' four poisoning columns tie for a term naming no intent; T36.0X1's "Poisoning by penicillins
+    NOS" says its description's other words ("accidental") are what it is by default, so its Index wording,
+    unexplained only there, makes it the default. A default does not reach past what its NOS wording says."""
+    search = finder.find(term, systems=[ICD10CM])
+    assert codes_of(search, ICD10CM)[0] == code, search.trace
+
+
 def test_a_level_a_with_subterm_qualifies_is_part_of_the_index_wording(finder) -> None:
     """"Alcohol > intoxication > with > dependence" (F10.229) is intoxication with dependence: for "alcohol dependence"
     it adds a word, and "Dependence > alcohol" (F10.20) says the term exactly."""

@@ -6,6 +6,9 @@
 - negation: an Index path or inclusion term that states a negation ("not intractable", "not done", "no loss of
   consciousness"), read as the index kind reads paths -> its code: how the finder reads a term's "not ..." that is
   a code's own wording;
+- drug: a Table of Drugs row and column, the substance and the column's words ("chloroprocaine underdosing"), or
+  "poisoning" alone where the Tabular lists the column's code as that poisoning's NOS ("amoxicillin poisoning" ->
+  T36.0X1, "Poisoning by penicillins NOS"): how the finder reads a substance the Table names and an intent unsaid;
 - ncd_keyword: one of an NCD's keywords (the MCD's own list: "colon cleansing" -> NCD 100.7);
 - misspelled: a phrase of the kinds above with one typing slip in its longest word (a letter doubled, two swapped,
   one dropped, a vowel changed), the pair's code unchanged: how the search's trigram leg earns its weight.
@@ -25,7 +28,7 @@ from sqlalchemy import Connection, text
 
 # The document source each kind's pairs name.
 SOURCES = {"index": "icd10cm", "inclusion": "icd10cm", "hcpcs_short": "hcpcs", "negation": "icd10cm",
-           "ncd_keyword": "ncd"}
+           "drug": "icd10cm", "ncd_keyword": "ncd"}
 # An Index path read innermost first ("Cyst > ovary, ovarian > serous" -> "serous ovary cyst"), each level's first
 # wording, nonessential modifiers left out.
 _INDEX_PHRASE = """lower(array_to_string(ARRAY(SELECT btrim(split_part(regexp_replace(part, '\\s*\\([^)]*\\)', '', 'g'),
@@ -74,6 +77,21 @@ _PAIRS = {
         WHERE phrase ~* {_STATES_NEGATION} AND phrase !~* {_FILLER_NEGATION}
         GROUP BY phrase HAVING count(DISTINCT code) = 1
         ORDER BY min(draw) LIMIT :n""",
+    # a Table of Drugs row and column: the substance (read as _INDEX_PHRASE reads a path) and the column's words, or
+    # only the column's first word where the Tabular lists the column's code as that word's default ("Poisoning by
+    # penicillins NOS" under T36.0X1: "amoxicillin poisoning")
+    "drug": f"""
+        SELECT {_INDEX_PHRASE} || ' ' || lower(CASE WHEN nos.is_default THEN split_part(e.column_name, ' ', 1)
+                                                 ELSE regexp_replace(e.column_name, '\\s*\\([^)]*\\)', '', 'g')
+                                            END) AS phrase, e.code
+        FROM v_icd10cm_index e,
+             LATERAL (SELECT EXISTS (SELECT 1
+                                     FROM icd10cm_code c JOIN release r ON r.id = c.release_id AND r.is_current,
+                                          unnest(c.inclusion_terms) AS term
+                                     WHERE c.code = e.code AND term ~ '\\mNOS$') AS is_default) nos
+        WHERE e.index_name = 'drugs' AND e.code ~ '^[A-Z][0-9A-Z.]+[0-9A-Z]$' AND e.level <= 1
+          AND e.path !~* '(NEC|NOS|see |specified|other|unspecified)' AND e.release = {_INDEX_RELEASE}
+        ORDER BY md5(:seed || e.entry_id::text || e.column_name) LIMIT :n""",
     # a keyword two current NCDs share names neither
     "ncd_keyword": """
         SELECT k.phrase, min(n.section) AS code
