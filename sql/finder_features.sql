@@ -216,10 +216,12 @@ AS $$
         -- leaves out ("accidental" of "Poisoning by penicillins, accidental (unintentional)", which lists "Poisoning
         -- by penicillins NOS"), the NOS wording's other words all in the description
         SELECT DISTINCT d.candidate AS code, x AS lexeme
-        FROM term_row d JOIN term_row n ON n.candidate = d.candidate AND n.code = d.code AND n.n > 0
-             CROSS JOIN LATERAL unnest(d.lexemes) AS x
-        WHERE d.code = d.candidate AND d.n = 0 AND 'nos' = ANY (n.lexemes)
-          AND ARRAY(SELECT y FROM unnest(n.lexemes) y WHERE y <> 'nos') <@ d.lexemes AND x <> ALL (n.lexemes)
+        FROM (SELECT candidate, lexemes FROM term_row
+              WHERE code = candidate AND n > 0 AND 'nos' = ANY (lexemes)) nos_wording
+        JOIN (SELECT candidate, lexemes FROM term_row WHERE code = candidate AND n = 0) d USING (candidate)
+        CROSS JOIN LATERAL unnest(d.lexemes) AS x
+        WHERE ARRAY(SELECT y FROM unnest(nos_wording.lexemes) y WHERE y <> 'nos') <@ d.lexemes
+          AND x <> ALL (nos_wording.lexemes)
     ),
     nos AS (
         -- the term is a "... NOS" wording of the code or a code above it: the code is its default; so it is when a
@@ -231,6 +233,7 @@ AS $$
         SELECT d.code
         FROM content d JOIN wording_key w ON w.id = d.id AND NOT w.inherited
              LEFT JOIN default_word k ON k.code = d.code AND k.lexeme = d.lexeme
+        WHERE d.code IN (SELECT code FROM default_word)
         GROUP BY d.id, d.code
         HAVING bool_or(d.explained) AND bool_or(NOT d.explained AND k.code IS NOT NULL)
            AND bool_and(d.explained OR k.code IS NOT NULL)
