@@ -241,6 +241,18 @@ def test_a_service_word_the_index_pairs_with_another_word_is_a_diagnosis_concept
     assert codes_of(finder.find("hypertension"), ICD10CM)[0] == "I10"
 
 
+def test_a_brand_the_table_of_drugs_names_with_a_columns_word_is_a_diagnosis_too(finder, indexed_engine) -> None:
+    """"dilaudid" is a HCPCS brand synonym (hydromorphone injections), and the Table of Drugs has a "Dilaudid" row;
+    with "overdose", a word that leads to its poisoning columns ("Overdose": see the Table), it is ICD-10-CM's
+    concept as well, so the poisoning is found. Nothing in the Table pairs it with "injection", "cancer" or "pain",
+    and a stop word ("for") pairs it with nothing: HCPCS's alone."""
+    _, overdose = analyze_term(indexed_engine, "dilaudid overdose")
+    assert {concept.text: concept.systems for concept in overdose.concepts}["dilaudid"] == {ICD10CM, HCPCS}
+    _, injection = analyze_term(indexed_engine, "dilaudid injection for cancer pain")
+    assert {concept.text: concept.systems for concept in injection.concepts}["dilaudid"] == {HCPCS}
+    assert codes_of(finder.find("dilaudid overdose"), ICD10CM)[0] == "T40.2X1A"
+
+
 def test_multi_intent_term_queries_both_systems(finder) -> None:
     search = finder.find("diabetes a1c test")
     assert set(search.systems) == {ICD10CM, HCPCS}
