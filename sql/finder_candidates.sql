@@ -172,10 +172,11 @@ $$;
 -- What a wording from a deep entry is measured on: its main term and its last subterm ("Screening > neoplasm > breast
 -- > routine mammogram": screening, mammogram), the levels between being the way there, which the last one implies. A
 -- last subterm of stop words only ("Hypertension > portal > in", the derived CSV having dropped what followed a
--- modifier) says nothing by itself: the level above it counts too. So does a level a connective subterm qualifies
--- ("Alcohol > intoxication > with > dependence" is alcohol intoxication with dependence, F10.229, not the alcohol
--- dependence of "Dependence > alcohol", F10.20), and one a connective other than "without" introduces ("Hernia >
--- inguinal > bilateral > with > gangrene > recurrent", K40.11, says gangrene).
+-- modifier) says nothing by itself: the level above it counts too; so does the level a side qualifies ("Lump >
+-- breast > subareolar > left" is a subareolar lump: "left" implies no site). So does a level a connective subterm
+-- qualifies ("Alcohol > intoxication > with > dependence" is alcohol intoxication with dependence, F10.229, not the
+-- alcohol dependence of "Dependence > alcohol", F10.20), and one a connective other than "without" introduces
+-- ("Hernia > inguinal > bilateral > with > gangrene > recurrent", K40.11, says gangrene).
 CREATE OR REPLACE FUNCTION medrag_code_index_leg(code_release integer, index_release integer, term_lexemes text[],
                                                  n integer, two_tiers boolean DEFAULT true)
 RETURNS TABLE (code text, leg_rank integer, leg_score double precision, evidence text, lexemes text[],
@@ -280,6 +281,8 @@ AS $$
                                         OR (m.path[i - 1] ~* connective.pattern
                                             AND m.path[i - 1] !~* '^without$'))) || ' ', '')
                     || CASE WHEN length(to_tsvector('english', m.path[cardinality(m.path)])) = 0
+                                 OR tsvector_to_array(to_tsvector('english', m.path[cardinality(m.path)]))
+                                    <@ ARRAY(SELECT jsonb_object_keys(w.side_lexemes) FROM medrag_code_words() w)
                             THEN m.path[cardinality(m.path) - 1] || ' ' ELSE '' END
                     || m.path[cardinality(m.path)]
                     || coalesce(' ' || regexp_replace(m.column_name, '\([^)]*\)', ' ', 'g'), ''))

@@ -236,6 +236,15 @@ def test_a_poisoning_without_its_intent_is_the_column_the_tabular_calls_nos(find
     assert codes_of(search, ICD10CM)[0] == code, search.trace
 
 
+def test_a_last_level_naming_a_side_leaves_the_level_it_qualifies_in_the_wording(finder) -> None:
+    """"Ectropion > cicatricial > left" (H02.116) is a cicatricial ectropion: "left" implies no kind, so a term that
+    does not say "cicatricial" leaves it unexplained, and the unspecified kind (H02.106) comes first."""
+    search = finder.find("left eyelid ectropion", systems=[ICD10CM], with_candidates=True)
+    assert codes_of(search, ICD10CM)[0] == "H02.106", search.trace
+    lexical = {candidate.code: candidate.features["lexical"] for candidate in search.candidates}
+    assert lexical["H02.116"] < 1
+
+
 def test_a_level_a_with_subterm_qualifies_is_part_of_the_index_wording(finder) -> None:
     """"Alcohol > intoxication > with > dependence" (F10.229) is intoxication with dependence: for "alcohol dependence"
     it adds a word, and "Dependence > alcohol" (F10.20) says the term exactly."""
