@@ -251,6 +251,18 @@ def test_a_brand_the_table_of_drugs_names_with_a_columns_word_is_a_diagnosis_too
     _, injection = analyze_term(indexed_engine, "dilaudid injection for cancer pain")
     assert {concept.text: concept.systems for concept in injection.concepts}["dilaudid"] == {HCPCS}
     assert codes_of(finder.find("dilaudid overdose"), ICD10CM)[0] == "T40.2X1A"
+    # a brand the Table does not list is its generic's row: "zofran" (ondansetron, T45.0-)
+    _, zofran = analyze_term(indexed_engine, "zofran overdose")
+    assert {concept.text: concept.systems for concept in zofran.concepts}["zofran"] == {ICD10CM, HCPCS}
+    assert codes_of(finder.find("zofran overdose"), ICD10CM)[0] == "T45.0X1A"
+
+
+def test_an_overdose_is_a_poisoning_and_its_intent_unsaid_is_accidental(finder) -> None:
+    """The Index: "Overdose, overdosage (drug) - see Table of Drugs and Chemicals, by drug, poisoning"; the synonym
+    table's "overdose" -> "poisoning" lets the Table's poisoning columns explain the word, and T42.4X1's "Poisoning
+    by benzodiazepines NOS" makes the accidental one the default."""
+    assert codes_of(finder.find("valium overdose"), ICD10CM)[0] == "T42.4X1A"
+    assert codes_of(finder.find("valium overdose, assault"), ICD10CM)[0] == "T42.4X3A"
 
 
 def test_multi_intent_term_queries_both_systems(finder) -> None:

@@ -245,8 +245,9 @@ AS $$
     -- each word only one system's signals name, but for a service word the ICD-10-CM Index files a code under
     -- together with another word of the term: "Screening (for) > hypertension" (Z13.6) makes "screening" in
     -- "screening for hypertension" ICD-10-CM's concept too; no entry under "Test, tests, testing" names diabetes or
-    -- strips, so "test" in "diabetes a1c test strips" stays HCPCS's. So for a drug the Table of Drugs names with a
-    -- column's word: "Dilaudid, Poisoning Assault" (T40.2X3) makes the brand in "dilaudid overdose" ICD-10-CM's
+    -- strips, so "test" in "diabetes a1c test strips" stays HCPCS's. So for a drug the Table of Drugs names (or,
+    -- for a brand, its generic) with a column's word: "Dilaudid, Poisoning Assault" (T40.2X3) makes the brand in
+    -- "dilaudid overdose" ICD-10-CM's, and "Ondansetron" the one in "zofran overdose"
     exclusive AS (
         SELECT w.word, min(s.signal ->> 0) AS system
         FROM jsonb_array_elements(classification -> 'signals') AS s(signal),
@@ -263,16 +264,29 @@ AS $$
                                               AND e.core_lexemes @> (own.lexemes || other.lexemes)
                                               AND regexp_split_to_array(lower(e.path[1]), ',\\s*') @> ARRAY[w.word]
                                             UNION ALL
-                                            -- a row's words and the words that lead to its column ("Overdose":
-                                            -- see the Table, poisoning), through the GIN index on search_vector
-                                            SELECT 1 FROM icd10cm_index_entry e
-                                            WHERE e.code IS NOT NULL AND e.index_name = 'drugs'
-                                              AND e.search_vector @@ to_tsquery('simple', array_to_string(ARRAY(
-                                                      SELECT quote_literal(l)
-                                                      FROM unnest(own.lexemes || other.lexemes) AS l), ' & '))
-                                              AND regexp_split_to_array(lower(e.path[1]), ',\\s*') @> ARRAY[w.word]
+                                            -- a row named by the word or, for a brand, its generic ("zofran":
+                                            -- Ondansetron), and the words that lead to its column ("Overdose": see
+                                            -- the Table, poisoning), through the GIN index on search_vector
+                                            SELECT 1
+                                            FROM (SELECT w.word AS name
+                                                  UNION ALL
+                                                  SELECT lower(x) FROM input, jsonb_array_elements_text(
+                                                                   input.entries -> w.word -> 'expansions') AS x
+                                                 ) row_name
+                                            JOIN icd10cm_index_entry e
+                                              ON e.code IS NOT NULL AND e.index_name = 'drugs'
+                                             AND e.search_vector @@ to_tsquery('simple', array_to_string(ARRAY(
+                                                     SELECT quote_literal(l)
+                                                     FROM unnest(other.lexemes || tsvector_to_array(to_tsvector(
+                                                                     'english', row_name.name))) AS l), ' & '))
+                                             AND regexp_split_to_array(lower(e.path[1]), ',\\s*')
+                                                 @> ARRAY[row_name.name]
                                             LIMIT 1) filed
-                        WHERE own.word = w.word AND cardinality(own.lexemes) > 0 AND cardinality(other.lexemes) > 0))
+                        WHERE own.word = w.word AND cardinality(own.lexemes) > 0 AND cardinality(other.lexemes) > 0
+                          -- another word of the term, not the word's own expansion ("dilaudid": hydromorphone)
+                          AND NOT EXISTS (SELECT 1 FROM input, jsonb_array_elements_text(
+                                                                   input.entries -> w.word -> 'expansions') AS x
+                                          WHERE other.word = ANY (medrag_words_of(x)))))
     ),
     concept AS (
         SELECT s.start_at, s.entry, input.words[s.start_at + 1:s.end_at] AS words,
