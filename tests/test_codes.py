@@ -506,8 +506,8 @@ def test_eval_pairs_measures_the_finder_on_the_releases_pairs_by_kind(cli, index
     code, out, _ = cli("eval", "pairs", "--per-kind", "12", "--seed", "3", "--json")
     assert code == 0
     report = json.loads(out)
-    assert report["terms"] == 60
-    assert set(report["by_kind"]) == {"index", "inclusion", "hcpcs_short", "negation", "drug"}
+    assert report["terms"] == 72
+    assert set(report["by_kind"]) == {"index", "inclusion", "hcpcs_short", "negation", "drug", "reference"}
     assert all(figures["terms"] == 12 for figures in report["by_kind"].values())
     assert 0.5 <= report["top1"] <= report["top5"] <= 1.0
     again = json.loads(cli("eval", "pairs", "--per-kind", "12", "--seed", "3", "--json")[1])
@@ -515,7 +515,7 @@ def test_eval_pairs_measures_the_finder_on_the_releases_pairs_by_kind(cli, index
     other = json.loads(cli("eval", "pairs", "--per-kind", "12", "--seed", "4", "--kind", "index", "--json")[1])
     assert other["sha256"] != report["sha256"] and set(other["by_kind"]) == {"index"}
     code, _, err = cli("eval", "pairs", "--kind", "ncd_keyword")
-    assert code == 2 and "'ncd_keyword' is not one of index, inclusion, hcpcs_short, negation, drug" in err
+    assert code == 2 and "'ncd_keyword' is not one of index, inclusion, hcpcs_short, negation, drug, reference" in err
     with indexed_engine.connect() as conn:  # each negation pair states one the filler "not elsewhere" aside
         stated = training_pairs(conn, 500, 3, ("negation",))
         drugs = training_pairs(conn, 300, 3, ("drug",))
@@ -528,6 +528,10 @@ def test_eval_pairs_measures_the_finder_on_the_releases_pairs_by_kind(cli, index
     assert len(drugs) == 300 and all(pair.code.startswith("T") and columns.search(pair.phrase) for pair in drugs)
     bare = [pair.code for pair in drugs if pair.phrase.endswith(" poisoning")]
     assert bare and all(code.endswith("1") for code in bare)
+    # an entry that refers elsewhere, read as a path, paired with the code of the entry its reference names
+    with indexed_engine.connect() as conn:
+        references = {pair.phrase: pair.code for pair in training_pairs(conn, 20_000, 3, ("reference",))}
+    assert len(references) > 5_000 and references["rubeola"] == "B05.9" and references["chest effusion"] == "J90"
 
 
 def test_a_code_counts_found_with_the_7th_character_it_is_reported_with(finder) -> None:

@@ -236,6 +236,24 @@ def test_a_poisoning_without_its_intent_is_the_column_the_tabular_calls_nos(find
     assert codes_of(search, ICD10CM)[0] == code, search.trace
 
 
+@pytest.mark.parametrize(("term", "code"), [
+    ("rubeola", "B05.9"),  # "Rubeola - see Measles"
+    ("tricholemmoma", "D23.9"),  # "Tricholemmoma - see Neoplasm, skin, benign": one cell of the Neoplasm Table
+    ("traumatic colon rupture", "S36.509A"),  # "Rupture > colon > traumatic - see Injury, intestine, large"
+])
+def test_an_index_entry_that_refers_elsewhere_finds_the_code_it_names(finder, term, code) -> None:
+    """An entry with a reference and no code gives the code of the entry the reference names, as a coder following
+    it would code; its own words are that code's wording."""
+    search = finder.find(term, systems=[ICD10CM])
+    assert codes_of(search, ICD10CM)[0] == code, search.trace
+
+
+def test_a_phrase_saying_only_a_side_must_be_explained_by_that_side(finder) -> None:
+    """"Both ears" is a side (the synonym table: binaural, bilateral), not the ear a wording of the site covers:
+    otitis media's unspecified-side code does not explain it, the bilateral one does."""
+    assert codes_of(finder.find("otitis media in both ears", systems=[ICD10CM]), ICD10CM)[0] == "H66.93"
+
+
 def test_a_last_level_naming_a_side_leaves_the_level_it_qualifies_in_the_wording(finder) -> None:
     """"Ectropion > cicatricial > left" (H02.116) is a cicatricial ectropion: "left" implies no kind, so a term that
     does not say "cicatricial" leaves it unexplained, and the unspecified kind (H02.106) comes first."""

@@ -131,6 +131,41 @@ def test_see_also_within_one_main_term_is_followed_but_is_not_an_alias(indexes) 
     assert "History family" not in personal.aliases  # a family history is not a personal one
 
 
+def test_an_entry_that_only_refers_elsewhere_gives_the_code_it_names(indexes) -> None:
+    diseases = indexes[DISEASES]
+    # a coder following "Gallstone - see also Calculus, gallbladder" codes K80.20, and "Rubeola - see Measles" B05.9
+    assert _entry(diseases, "Gallstone").code == _entry(diseases, "Calculus, calculi, calculous", "gallbladder").code
+    assert _entry(diseases, "Rubeola").code == _entry(diseases, "Measles").code == "B05.9"
+    # a see-also within one main term names a neighbour, not the same thing: no code from it
+    assert _entry(diseases, "History", "family").code is None
+    row = next(row for row in index_rows(diseases) if row["path"] == ["Rubeola"])
+    assert row["code"] == "B05.9" and row["see"] == "Measles" and row["core_text"] == "Rubeola"
+
+
+def test_references_are_found_as_a_coder_reads_them(indexes) -> None:
+    diseases = indexes[DISEASES]
+    # "Fracture" names several main terms: the one the rest of the reference is found under
+    hip = _entry(diseases, "Fracture, traumatic", "hip")
+    assert hip.see_entry_id == _entry(diseases, "Fracture, traumatic", "femur, femoral", "neck").entry_id
+    assert hip.code == "S72.00-"
+    # a connective level the reference writes inside one part ("with cholecystitis": with > cholecystitis)
+    with_cholecystitis = _entry(diseases, "Gallstone", "with", "cholecystitis")
+    named = _entry(diseases, "Calculus, calculi, calculous", "gallbladder", "with", "cholecystitis")
+    assert with_cholecystitis.see_entry_id == named.entry_id and with_cholecystitis.code == named.code
+    # a plural naming a singular main term ("Complications, enterostomy": Complication > enterostomy)
+    assert _entry(diseases, "Complication", "ileostomy").see_entry_id == \
+        _entry(diseases, "Complication", "enterostomy").entry_id
+
+
+def test_a_reference_to_one_neoplasm_table_cell_gives_its_code(indexes) -> None:
+    diseases, neoplasms = indexes[DISEASES], indexes[NEOPLASMS]
+    tricholemmoma = _entry(diseases, "Tricholemmoma")
+    assert tricholemmoma.see == "Neoplasm, skin, benign"
+    assert tricholemmoma.code == _entry(neoplasms, "Neoplasm, neoplastic", "skin NOS").cells["Benign"] == "D23.9"
+    # a whole column ("Neoplasm, by site, malignant") is an alias of the column, not one cell's code
+    assert _entry(diseases, "Carcinoma").code is None
+
+
 def test_generic_see_also_condition_is_not_an_alias(indexes) -> None:
     condition = _entry(indexes[DISEASES], "Condition")
     assert condition.aliases == []

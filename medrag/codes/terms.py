@@ -203,10 +203,11 @@ $$;
 
 -- A classified term's concepts (medrag_classify_code_term gives the classification): each synonym phrase of the table
 -- one concept, each other word one, stop words left out (a stop word the table gives a meaning, "both", is its
--- expansions); a word that signals only one system is that system's business when the classifier heard more than
--- one (a service word the ICD-10-CM Index files a code under with another of the term's words is both's); a
--- one-word concept is also worded as the corpus writes it hyphenated ("checkup": check-up). Lexemes are the english
--- configuration's, as the full-text index stems. One statement: a loop of small ones cost ten times more.
+-- expansions, and so is a phrase it gives only sides for, "both ears"); a word that signals only one system is that
+-- system's business when the classifier heard more than one (a service word the ICD-10-CM Index files a code under
+-- with another of the term's words is both's); a one-word concept is also worded as the corpus writes it hyphenated
+-- ("checkup": check-up). Lexemes are the english configuration's, as the full-text index stems. One statement: a
+-- loop of small ones cost ten times more.
 CREATE OR REPLACE FUNCTION medrag_code_concepts(term_text text, classification jsonb)
 RETURNS jsonb
 LANGUAGE sql STABLE PARALLEL SAFE
@@ -300,8 +301,16 @@ AS $$
                      ORDER BY 1) AS lexemes
         FROM expansion e
     ),
+    side_phrase AS (
+        -- a phrase the table gives only sides for ("both ears": binaural, bilateral) says a side, not a site: its
+        -- other words ("ears") are what any wording of the site would cover
+        SELECT x.start_at
+        FROM expansion_wording x, unnest(x.lexemes) AS l
+        GROUP BY x.start_at
+        HAVING bool_and(l IN (SELECT jsonb_object_keys(w.side_lexemes) FROM medrag_code_words() w))
+    ),
     described AS (
-        -- a stop word the table gives a meaning ("both": bilateral) is its expansions from the start
+        -- a stop word the table gives a meaning ("both": bilateral), or a side phrase, is its expansions from the start
         SELECT c.start_at,
                jsonb_build_object('words', to_jsonb(c.words), 'wordings', w.wordings, 'systems', to_jsonb({systems}),
                                   'qualifier', true, 'negated', false, 'explains', '[]'::jsonb) AS concept
@@ -310,7 +319,8 @@ AS $$
             SELECT jsonb_agg(jsonb_build_object('words', to_jsonb(x.words), 'lexemes', to_jsonb(x.lexemes),
                                                 'origin', '{SYNONYM}') ORDER BY x.n) AS wordings
             FROM expansion_wording x WHERE x.start_at = c.start_at AND cardinality(x.lexemes) > 0) w
-        WHERE cardinality(c.lexemes) = 0 AND c.entry IS NOT NULL AND w.wordings IS NOT NULL
+        WHERE (cardinality(c.lexemes) = 0 OR c.start_at IN (SELECT start_at FROM side_phrase))
+          AND c.entry IS NOT NULL AND w.wordings IS NOT NULL
         UNION ALL
         SELECT c.start_at,
                jsonb_build_object(
@@ -335,6 +345,7 @@ AS $$
             FROM unnest({systems}) WITH ORDINALITY AS s(system, n)
             WHERE EXISTS (SELECT 1 FROM exclusive e WHERE e.word = ANY (c.words) AND e.system = s.system)) owner
         WHERE cardinality(c.lexemes) > 0  -- else stop words ("of", "the", "with")
+          AND c.start_at NOT IN (SELECT start_at FROM side_phrase)
     )
     SELECT coalesce(jsonb_agg(concept ORDER BY start_at), '[]') FROM described
 $$;

@@ -9,6 +9,9 @@
 - drug: a Table of Drugs row and column, the substance and the column's words ("chloroprocaine underdosing"), or
   "poisoning" alone where the Tabular lists the column's code as that poisoning's NOS ("amoxicillin poisoning" ->
   T36.0X1, "Poisoning by penicillins NOS"): how the finder reads a substance the Table names and an intent unsaid;
+- reference: an Index entry that sends the reader elsewhere, read as the index kind reads paths -> the code of the
+  entry its reference names, where that code is complete ("Rubeola - see Measles" -> B05.9; "Effusion > chest - see
+  Effusion, pleura" -> "chest effusion" -> J90): how the finder reads the Index's other names for a condition;
 - ncd_keyword: one of an NCD's keywords (the MCD's own list: "colon cleansing" -> NCD 100.7);
 - misspelled: a phrase of the kinds above with one typing slip in its longest word (a letter doubled, two swapped,
   one dropped, a vowel changed), the pair's code unchanged: how the search's trigram leg earns its weight.
@@ -28,7 +31,7 @@ from sqlalchemy import Connection, text
 
 # The document source each kind's pairs name.
 SOURCES = {"index": "icd10cm", "inclusion": "icd10cm", "hcpcs_short": "hcpcs", "negation": "icd10cm",
-           "drug": "icd10cm", "ncd_keyword": "ncd"}
+           "drug": "icd10cm", "reference": "icd10cm", "ncd_keyword": "ncd"}
 # An Index path read innermost first ("Cyst > ovary, ovarian > serous" -> "serous ovary cyst"), each level's first
 # wording, nonessential modifiers left out.
 _INDEX_PHRASE = """lower(array_to_string(ARRAY(SELECT btrim(split_part(regexp_replace(part, '\\s*\\([^)]*\\)', '', 'g'),
@@ -92,6 +95,19 @@ _PAIRS = {
         WHERE e.index_name = 'drugs' AND e.code ~ '^[A-Z][0-9A-Z.]+[0-9A-Z]$' AND e.level <= 1
           AND e.path !~* '(NEC|NOS|see |specified|other|unspecified)' AND e.release = {_INDEX_RELEASE}
         ORDER BY md5(:seed || e.entry_id::text || e.column_name) LIMIT :n""",
+    # an Index entry that sends the reader elsewhere ("Fracture, traumatic > hip - see Fracture, femur, neck"), read
+    # as _INDEX_PHRASE reads a path -> the code of the entry its reference names, where that code is complete
+    "reference": f"""
+        SELECT {_INDEX_PHRASE} AS phrase, t.code
+        FROM (SELECT x.release_id, x.index_name, x.entry_id, x.level, x.code, x.see, x.see_entry_id,
+                     array_to_string(x.path, ' > ') AS path
+              FROM icd10cm_index_entry x JOIN release r ON r.id = x.release_id
+              WHERE r.label = {_INDEX_RELEASE}) e
+        JOIN icd10cm_index_entry t ON t.release_id = e.release_id AND t.index_name = e.index_name
+                                  AND t.entry_id = e.see_entry_id
+        WHERE e.index_name = 'diseases' AND e.see IS NOT NULL AND (e.code IS NULL OR e.code = t.code) AND e.level <= 2
+          AND t.code ~ '^[A-Z][0-9A-Z.]+[0-9A-Z]$' AND e.path !~* '(NEC|NOS|specified|other|unspecified)'
+        ORDER BY md5(:seed || e.entry_id::text) LIMIT :n""",
     # a keyword two current NCDs share names neither
     "ncd_keyword": """
         SELECT k.phrase, min(n.section) AS code

@@ -13,7 +13,9 @@ family" see also "History, personal") points at a neighbour, not another name: i
 A reference into the Table of Drugs
 ("Overdose" see "Table of Drugs and Chemicals, by drug, poisoning") or into a whole column of the Neoplasm Table
 ("Carcinoma" see "Neoplasm, by site, malignant") from a main term makes that term an alias of the table's matching
-columns. Site-specific references ("Neoplasm, skin, benign") are kept as text only.
+columns; a site-specific one ("Neoplasm, skin, benign") names one cell. An entry that gives no code and refers
+elsewhere gives the code it names ("Rubeola" see "Measles": B05.9; "Tricholemmoma": the cell's D23.9), as a coder
+following the reference codes.
 
 Offline, a third party's flattening of the FY2025 Index to Diseases (`DERIVED-index-to-diseases-*.csv`, never a
 production input) may stand in for the main index XML: same rows, marked by source_file.
@@ -53,6 +55,8 @@ _DRUG_COLUMN_WORDS = (
 # (site-specific ones, "Neoplasm, skin, benign", name a row and are left out). First match wins: in situ before
 # malignant ("Carcinoma-in-situ - see Neoplasm, in situ, by site").
 _NEOPLASM_TABLE_REFERENCE = re.compile(r"^neoplasm\b.*\bby site\b", re.IGNORECASE)
+# "Tricholemmoma - see Neoplasm, skin, benign": one cell of the Neoplasm Table, the code the referring entry gives.
+_NEOPLASM_CELL_REFERENCE = re.compile(r"^(?:table of )?neoplasms?, (?P<site>.+), (?P<behaviour>[^,]+)$", re.IGNORECASE)
 _NEOPLASM_COLUMN_WORDS = (
     (re.compile(r"\bin situ\b", re.IGNORECASE), "ca in situ"),
     (re.compile(r"\bmalignant\b", re.IGNORECASE), "malignant primary"),
@@ -97,6 +101,9 @@ class IndexEntry:
     see_entry_id: int | None = None
     aliases: list[str] = field(default_factory=list)
     path: tuple[str, ...] = ()
+    # the entry this one is another name for (a "see", or a "see also" to another main term): its code is this one's
+    # when this one gives none
+    names: IndexEntry | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -231,20 +238,26 @@ def _keys(title: str) -> frozenset[str]:
     whole = title.lower().strip()
     keys = {whole, whole.split(",")[0].strip()}
     keys |= {_without_parentheses(key) for key in keys}
-    return frozenset(keys | {_NOT_ELSEWHERE.sub("", key) for key in keys})
+    return frozenset(_name_key(key) for key in keys | {_NOT_ELSEWHERE.sub("", key) for key in keys})
+
+
+def _name_key(name: str) -> str:
+    """A name as references are matched on: lower case, a word's plural "s" dropped ("Complications, enterostomy"
+    names "Complication(s)")."""
+    return " ".join(re.sub(r"(?<=\w{3})s$", "", word) for word in name.lower().split())
 
 
 def resolve_references(indexes: Iterable[ParsedIndex]) -> None:
     """Fill paths, resolve see / see-also to entries of the same index, and collect aliases (see the docstring)."""
     indexes = list(indexes)
     tables = {name: [parsed for parsed in indexes if parsed.index_name == name] for name in (DRUGS, NEOPLASMS)}
+    neoplasm_trees = [_children(table) for table in tables[NEOPLASMS]]
     for parsed in indexes:
         by_id = {entry.entry_id: entry for entry in parsed.entries}
-        children: dict[int | None, list[IndexEntry]] = {}
+        children = _children(parsed)
         for entry in parsed.entries:
             parent = by_id.get(entry.parent_id) if entry.parent_id else None
             entry.path = (*(parent.path if parent else ()), entry.title)
-            children.setdefault(entry.parent_id, []).append(entry)
         for entry in parsed.entries:
             words = " ".join(entry.path)
             for reference, also in ((entry.see, False), (entry.see_also, True)):
@@ -259,6 +272,11 @@ def resolve_references(indexes: Iterable[ParsedIndex]) -> None:
                         for table in tables[name]:
                             _alias_columns(table, column_words, f"{reference} {words}", entry.title)
                     continue
+                cell = _neoplasm_cell(reference, neoplasm_trees)
+                if cell is not None:
+                    if entry.code is None and not entry.cells:
+                        entry.code = cell
+                    continue
                 target = _resolve(reference, children)
                 if target is None or target is entry:
                     continue
@@ -268,11 +286,56 @@ def resolve_references(indexes: Iterable[ParsedIndex]) -> None:
                 # it; a "see" (the same thing) or a "see also" to another main term ("Stone" -> Calculus) is one.
                 if also and target.path[0] == entry.path[0]:
                     continue
+                entry.names = entry.names or target
                 if words not in target.aliases:
                     target.aliases.append(words)
         for entry in parsed.entries:
             if len(entry.aliases) > MAX_REFERRERS:
                 entry.aliases = []
+        # "Gallstone - see also Calculus, gallbladder" gives no code of its own: a coder following the reference
+        # codes K80.20, so the entry gives it too (and its words are measured as that code's wording).
+        for entry in parsed.entries:
+            if entry.code is None and not entry.cells:
+                entry.code = _named_code(entry)
+
+
+def _children(parsed: ParsedIndex) -> dict[int | None, list[IndexEntry]]:
+    """Each entry's subterms in document order, under its id (main terms under None)."""
+    children: dict[int | None, list[IndexEntry]] = {}
+    for entry in parsed.entries:
+        children.setdefault(entry.parent_id, []).append(entry)
+    return children
+
+
+def _neoplasm_cell(reference: str, trees: list[dict[int | None, list[IndexEntry]]]) -> str | None:
+    """The code of the Neoplasm Table cell a site-specific reference names ("Neoplasm, skin, benign" -> D23.9)."""
+    match = _NEOPLASM_CELL_REFERENCE.match(reference)
+    if match is None or _NEOPLASM_TABLE_REFERENCE.match(reference):
+        return None
+    column_word = next((word for pattern, word in _NEOPLASM_COLUMN_WORDS if pattern.search(match["behaviour"])), None)
+    if column_word is None:
+        return None
+    site = [part for part in map(_without_parentheses, match["site"].split(",")) if part]
+    for children in trees:
+        for main in children.get(None, []):
+            row = _descend(main, site, children)
+            cell = next((code for column, code in (row.cells if row else {}).items()
+                         if column.lower().startswith(column_word)), None)
+            if cell is not None:
+                return cell
+    return None
+
+
+def _named_code(entry: IndexEntry) -> str | None:
+    """The code of the entry a referring entry names, following references on from there (never in a circle)."""
+    seen = {entry.entry_id}
+    target = entry.names
+    while target is not None and target.entry_id not in seen:
+        if target.code is not None:
+            return target.code
+        seen.add(target.entry_id)
+        target = target.names
+    return None
 
 
 def _resolve(reference: str, children: dict[int | None, list[IndexEntry]]) -> IndexEntry | None:
@@ -290,26 +353,41 @@ def _resolve(reference: str, children: dict[int | None, list[IndexEntry]]) -> In
 
 
 def _resolve_parts(parts: list[str], children: dict[int | None, list[IndexEntry]]) -> IndexEntry | None:
+    # Several main terms may share a name ("Fracture, pathological", "Fracture, traumatic"): the first under which
+    # the rest of the reference is found is the one meant ("Fracture, femur, neck").
     for split in range(len(parts), 0, -1):
-        main = _child_named(children.get(None, []), ", ".join(parts[:split]))
-        if main is None:
-            continue
-        target = main
-        for part in parts[split:]:
-            target = _child_named(children.get(target.entry_id, []), part)
-            if target is None:
-                # Half a reference ("Neoplasm, skin, by site") would alias the whole main term: none is safer.
-                return None
-        return target
+        for main in _children_named(children.get(None, []), ", ".join(parts[:split])):
+            target = _descend(main, parts[split:], children)
+            if target is not None:
+                return target
     return None
 
 
-def _child_named(entries: list[IndexEntry], name: str) -> IndexEntry | None:
-    wanted = name.lower().strip()
-    for entry in entries:
-        if wanted in _keys(entry.title):
-            return entry
-    return None
+def _descend(entry: IndexEntry, parts: list[str], children: dict[int | None, list[IndexEntry]]) -> IndexEntry | None:
+    """The subterm the parts name below entry, a part being one subterm or a connective subterm and the one under it
+    ("Calculus, gallbladder, with cholecystitis": gallbladder > with > cholecystitis); None when one is missing (half
+    a reference, "Neoplasm, skin, by site", would alias the whole main term: none is safer)."""
+    for part in parts:
+        below = children.get(entry.entry_id, [])
+        found = next(iter(_children_named(below, part)), None)
+        words = part.split()
+        for cut in range(1, len(words)):
+            if found is not None:
+                break
+            for connective in _children_named(below, " ".join(words[:cut])):
+                found = next(iter(_children_named(children.get(connective.entry_id, []), " ".join(words[cut:]))),
+                             None)
+                if found is not None:
+                    break
+        if found is None:
+            return None
+        entry = found
+    return entry
+
+
+def _children_named(entries: list[IndexEntry], name: str) -> list[IndexEntry]:
+    wanted = _name_key(name)
+    return [entry for entry in entries if wanted in _keys(entry.title)]
 
 
 def _table_reference(reference: str) -> tuple[str, tuple] | None:
