@@ -342,7 +342,7 @@ BEGIN
              jsonb_array_elements(c.wordings) WITH ORDINALITY AS w(value, n)
         WHERE w.value ->> 'origin' = 'compound';
         IF txt IS NOT NULL THEN
-            trace := trace || ('hyphenated: ' || txt || ' (searched both ways)');
+            trace := trace || ('as the corpus writes it: ' || txt || ' (searched both ways)');
         END IF;
         -- a word of the corpus that no code's wording holds ("medicare", "cover") is no misspelling
         known := ARRAY(SELECT w FROM unnest(medrag_words_of(term_text)) AS w WHERE medrag_known_word(lower(w)));

@@ -87,8 +87,11 @@ BEGIN
     SELECT word, ndoc FROM ts_stat(
         'SELECT to_tsvector(''simple'', c.text) FROM chunk c JOIN document d ON d.id = c.document_id '
         'WHERE d.is_current')
-    WHERE ndoc >= (SELECT known_word_min_documents FROM medrag_settings()) AND (word ~ '^[a-z]{4,}$' AND to_tsvector('english', word) <> ''::tsvector
-                         OR word ~ '^[a-z]+(-[a-z]+)+$');
+    -- letters (accented ones too: "sjögren", "guillain-barré"), or hyphenated words of them; an accent is written
+    -- on purpose, never a slip, so an accented word is known from one chunk
+    WHERE (ndoc >= (SELECT known_word_min_documents FROM medrag_settings()) OR word ~ '[à-öø-ÿ]')
+      AND (word ~ '^[a-zà-öø-ÿ]{4,}$' AND to_tsvector('english', word) <> ''::tsvector
+           OR word ~ '^[a-zà-öø-ÿ]+(-[a-zà-öø-ÿ]+)+$');
     DELETE FROM medrag_code_wording;
     INSERT INTO medrag_code_wording (document_id, title_lexemes, short_lexemes, says_other, is_default, is_header,
                                      is_measure)
@@ -155,19 +158,22 @@ AS $$
         OR (SELECT count(*) FROM embedding_model_word known WHERE known.word = typed_word) > 0
 $$;
 
--- The hyphenated corpus words each typed word spells without its hyphens ("checkup": check-up, "xray": x-ray), with
--- the hyphenated word's own lexeme: people leave the hyphen out, CMS and the ICD-10-CM Index keep it, and
--- PostgreSQL's parser keeps a hyphenated word as one lexeme. Read by medrag_text_queries and the code finder.
+-- The corpus words each typed word spells without their hyphens or accents ("checkup": check-up, "xray": x-ray,
+-- "sjogren's": sjögren), with the corpus word's own lexeme (the hyphenated one of a hyphenated word): people leave the
+-- hyphen and the accent out, CMS and the ICD-10-CM Index keep them, and PostgreSQL's parser keeps a hyphenated word
+-- as one lexeme and an accented one apart from its plain letters. Read by medrag_text_queries and the code finder;
+-- medrag_plain_word (migration 0039) and its index find them.
 CREATE OR REPLACE FUNCTION medrag_compounds(typed_words text[])
 RETURNS TABLE (typed text, compound text, lexeme text)
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
-    SELECT typed_word, known.word, hyphenated.lexeme
+    SELECT typed_word, known.word, written.lexeme
     FROM unnest(typed_words) AS typed_word
-    JOIN medrag_word known ON replace(known.word, '-', '') = typed_word AND known.word LIKE '%-%'
+    JOIN medrag_word known ON medrag_plain_word(known.word) = regexp_replace(typed_word, '''s$', '')
+                          AND known.word ~ '[^a-z]'
     CROSS JOIN LATERAL (SELECT l AS lexeme FROM unnest(tsvector_to_array(to_tsvector('english', known.word))) AS l
-                        WHERE l LIKE '%-%' ORDER BY length(l) DESC, l LIMIT 1) hyphenated
-    WHERE typed_word NOT LIKE '%-%'
+                        ORDER BY l LIKE '%-%' DESC, length(l) DESC, l LIMIT 1) written
+    WHERE typed_word ~ '^[a-z0-9'']+$'
 $$;
 
 -- The query's misspelt words with the corpus word each is corrected to: a word of spelling_min_length letters or more

@@ -10,6 +10,7 @@ from medrag.codes.classify import HCPCS, ICD10CM, SYSTEMS, classify
 from medrag.codes.terms import SYNONYM, TYPED, analyze_term
 from medrag.core import tuning
 from medrag.core.synonyms import synonym_rows
+from medrag.core.words import words
 
 
 @pytest.mark.parametrize(("term", "systems"), [
@@ -90,6 +91,9 @@ def test_a_terms_words_scores_and_doses(engine) -> None:
     assert classify(engine, "stroke, not further specified").searched == "stroke, unspecified"
     # a term that asks for no code is trimmed all the same
     assert classify(engine, "power wheelchair for home use?").searched == "power wheelchair for home use"
+    # an accented letter is a letter (PostgreSQL and Python split alike)
+    assert classify(engine, "Sjögren's syndrome, Guillain-Barré").words == ("sjögren's", "syndrome", "guillain-barré")
+    assert words("Sjögren's syndrome, Guillain-Barré") == ["sjögren's", "syndrome", "guillain-barré"]
 
 
 @pytest.mark.parametrize(("term", "encounter", "searched"), [

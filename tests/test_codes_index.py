@@ -109,7 +109,23 @@ def test_a_word_typed_without_its_hyphen_finds_the_hyphenated_wording(finder, in
     assert "'check-up'" in text_query and "'checkup'" in text_query
     search = finder.find("routine well child checkup")
     assert codes_of(search, ICD10CM)[0] == "Z00.129", search.trace  # Examination > child
-    assert "hyphenated: checkup = check-up (searched both ways)" in search.trace, search.trace
+    assert "as the corpus writes it: checkup = check-up (searched both ways)" in search.trace, search.trace
+
+
+def test_a_word_typed_without_its_accents_finds_the_accented_wording(finder, indexed_engine) -> None:
+    """The Tabular writes "Sjögren", the Index "Mönckeberg's"; people type plain letters, and the english configuration
+    keeps "sjogren" and "sjögren" apart."""
+    with indexed_engine.connect() as conn:
+        compounds = conn.execute(text("SELECT typed, compound, lexeme FROM medrag_compounds("
+                                      "ARRAY['sjogren''s', 'guillain', 'barre', 'sjögren'])")).all()
+        text_query = conn.execute(text("SELECT rank_query::text FROM medrag_text_queries('sjogren')")).scalar_one()
+    assert sorted(tuple(row) for row in compounds) == [("barre", "barré", "barré"), ("sjogren's", "sjögren", "sjögren")]
+    assert "'sjögren'" in text_query
+    search = finder.find("sjogren syndrome", systems=[ICD10CM])
+    assert codes_of(search, ICD10CM)[0] == "M35.00", search.trace
+    assert "as the corpus writes it: sjogren = sjögren (searched both ways)" in search.trace, search.trace
+    # typed with its accents, the word is one word, not "m" and "nckeberg's"
+    assert codes_of(finder.find("mönckeberg's calcification", systems=[ICD10CM]), ICD10CM)[0].startswith("I70.2")
 
 
 def test_a_reference_without_a_comma_leads_to_the_subterm(finder) -> None:

@@ -1,6 +1,7 @@
 """The one tokenizer of medrag's word rules: what a word is, for the code finder, the synonyms and the answers.
 
-A word is a run of letters and digits, joined by inner hyphens or apostrophes ("x-ray", "crohn's"). The finder's SQL
+A word is a run of letters (accented ones too) and digits, joined by inner hyphens or apostrophes ("x-ray",
+"crohn's", "sjögren's"). The finder's SQL
 reads the same pattern (rendered into generated.sql by medrag.codes.classify), so PostgreSQL and Python split a term
 alike. The answers' variants are built from it here: a word that may hold a code's dot (g47.33), and a question's
 content word (a letter first, two characters at least).
@@ -10,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-# letters and digits, joined by any of `joiners`
-_WORD_TEMPLATE = r"[a-z0-9]+(?:[{joiners}][a-z0-9]+)*"
+# letters (Latin-1's accented ones too: "sjögren", "ménière") and digits, joined by any of `joiners`
+_WORD_TEMPLATE = r"[a-z0-9à-öø-ÿ]+(?:[{joiners}][a-z0-9à-öø-ÿ]+)*"
 
 WORD_PATTERN = _WORD_TEMPLATE.format(joiners="-'")
 WORD = re.compile(WORD_PATTERN)
