@@ -364,25 +364,27 @@ def _resolve_parts(parts: list[str], children: dict[int | None, list[IndexEntry]
 
 
 def _descend(entry: IndexEntry, parts: list[str], children: dict[int | None, list[IndexEntry]]) -> IndexEntry | None:
-    """The subterm the parts name below entry, a part being one subterm or a connective subterm and the one under it
-    ("Calculus, gallbladder, with cholecystitis": gallbladder > with > cholecystitis); None when one is missing (half
-    a reference, "Neoplasm, skin, by site", would alias the whole main term: none is safer)."""
+    """The subterm the parts name below entry, one level a part; None when one is missing (half a reference,
+    "Neoplasm, skin, by site", would alias the whole main term: none is safer)."""
     for part in parts:
-        below = children.get(entry.entry_id, [])
-        found = next(iter(_children_named(below, part)), None)
-        words = part.split()
-        for cut in range(1, len(words)):
-            if found is not None:
-                break
-            for connective in _children_named(below, " ".join(words[:cut])):
-                found = next(iter(_children_named(children.get(connective.entry_id, []), " ".join(words[cut:]))),
-                             None)
-                if found is not None:
-                    break
+        found = _subterm(children.get(entry.entry_id, []), part, children)
         if found is None:
             return None
         entry = found
     return entry
+
+
+def _subterm(below: list[IndexEntry], part: str, children: dict[int | None, list[IndexEntry]]) -> IndexEntry | None:
+    """The subterm among below that a part names: one of them, or a connective subterm and one under it ("with
+    cholecystitis": with > cholecystitis)."""
+    for entry in _children_named(below, part):
+        return entry
+    words = part.split()
+    for cut in range(1, len(words)):
+        for connective in _children_named(below, " ".join(words[:cut])):
+            for entry in _children_named(children.get(connective.entry_id, []), " ".join(words[cut:])):
+                return entry
+    return None
 
 
 def _children_named(entries: list[IndexEntry], name: str) -> list[IndexEntry]:
