@@ -205,9 +205,9 @@ $$;
 -- one concept, each other word one, stop words left out (a stop word the table gives a meaning, "both", is its
 -- expansions, and so is a phrase it gives only sides for, "both ears"); a word that signals only one system is that
 -- system's business when the classifier heard more than one (a service word the ICD-10-CM Index files a code under
--- with another of the term's words is both's); a one-word concept is also worded as the corpus writes it hyphenated
--- ("checkup": check-up). Lexemes are the english configuration's, as the full-text index stems. One statement: a
--- loop of small ones cost ten times more.
+-- with another of the term's words is both's); a one-word concept is also worded as the corpus writes it, with its
+-- hyphens or accents ("checkup": check-up, "sjogren": sjögren). Lexemes are the english configuration's, as the
+-- full-text index stems. One statement: a loop of small ones cost ten times more.
 CREATE OR REPLACE FUNCTION medrag_code_concepts(term_text text, classification jsonb)
 RETURNS jsonb
 LANGUAGE sql STABLE PARALLEL SAFE
