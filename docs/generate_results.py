@@ -107,7 +107,9 @@ def render_codes(report: dict[str, Any]) -> list[str]:
     calibration = report.get("calibration") or {}
     if calibration:
         lines += table(["confidence tier", "codes listed", "share expected"],
-                       [[tier, figures.get("listed"), figures.get("correct")] for tier, figures in calibration.items()])
+                       [[tier, figures.get("listed"), figures.get("correct")] for tier, figures in calibration.items()]
+                       + ([["high, first results only", first.get("listed"), first.get("correct")]]
+                          if (first := report.get("first_high")) else []))
     goals = report.get("goals_met") or {}
     if goals:
         lines.append("Goals met: " + ", ".join(f"{name} {cell(met)}" for name, met in goals.items()) + ".")

@@ -93,6 +93,7 @@ AS $$
                (c.value ->> 'similarity')::float8 AS similarity, c.value -> 'hits' AS hits,
                nullif(c.value -> 'index', 'null') AS index_term, d.kind, d.billable, d.seventh,
                d.is_default, d.says_without, d.says_not_otherwise, d.says_accessory, d.medicare_valid,
+               d.unspecified_side_of,
                coalesce(d.head, t.lexemes) AS head,
                d.kind <> 'diagnosis' AND d.code IN (SELECT m.hcpc_code_id FROM mcd_lcd_x_hcpc_code m
                                                     JOIN release r ON r.id = m.release_id AND r.is_current)
@@ -319,8 +320,11 @@ AS $$
                END AS specificity,
                q.semantic AND c.similarity IS NOT NULL AS has_semantic,
                -- the description, or the chapter and block it is in, names what the term says is not so, or a side
-               -- the term does not; what the description names only after "without" does not count
-               EXISTS (SELECT 1 FROM unnest(ns.sides) side
+               -- the term does not (or an unspecified side where the term names one its siblings offer: "glaucoma,
+               -- both eyes" is not "glaucoma, unspecified eye"); what the description names only after "without"
+               -- does not count
+               c.unspecified_side_of && q.asked_sides
+               OR EXISTS (SELECT 1 FROM unnest(ns.sides) side
                        WHERE NOT (side = ANY (q.asked_sides)
                                   OR (side = 'one' AND q.asked_sides && ARRAY['left', 'right'])
                                   OR (side IN ('left', 'right') AND 'one' = ANY (q.asked_sides))))

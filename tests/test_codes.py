@@ -228,6 +228,22 @@ def test_a_term_naming_no_side_gets_the_unspecified_side(finder, indexed_engine)
     assert codes_of(finder.find("second degree burn of the left ankle"), ICD10CM)[0] == "T25.212A"
 
 
+def test_a_term_naming_a_side_is_not_coded_to_the_unspecified_side(finder, indexed_engine) -> None:
+    """"..., unspecified eye" explains the word "eyes", and is the default, but a term that names the side its
+    siblings offer ("both eyes": bilateral) contradicts it (medrag_code_detail.unspecified_side_of)."""
+    with indexed_engine.connect() as conn:
+        sides = dict(conn.execute(text(
+            "SELECT d.code, d.unspecified_side_of FROM medrag_code_detail d JOIN release r ON r.id = d.release_id "
+            "AND r.source = 'icd10cm' AND r.is_current WHERE d.code IN ('H35.029', 'H35.023', 'T25.219')")).all())
+    assert sides == {"H35.029": ["both", "left", "right"], "H35.023": None, "T25.219": ["left", "right"]}
+    both = finder.find("exudative retinopathy, both eyes", systems=[ICD10CM])
+    assert codes_of(both)[0] == "H35.023", both.trace  # Exudative retinopathy, bilateral
+    assert "H35.029" not in codes_of(both)
+    assert codes_of(finder.find("exudative retinopathy", systems=[ICD10CM]))[0] == "H35.029"  # no side: the default
+    left = finder.find("fracture of humerus following insertion of a joint prosthesis, left arm", systems=[ICD10CM])
+    assert codes_of(left)[0].startswith("M96.622"), left.trace
+
+
 def test_a_service_word_the_index_pairs_with_another_word_is_a_diagnosis_concept_too(finder, indexed_engine) -> None:
     """"Screening (for) > hypertension" files Z13.6 under the main term "Screening": the word signals a HCPCS service,
     but with "hypertension" it is ICD-10-CM's concept as well, so the screening code outranks the disease."""
@@ -448,6 +464,28 @@ def test_every_synonym_expansion_reaches_a_code(indexed_engine) -> None:
     assert unreachable == []
 
 
+def test_every_lay_synonym_agrees_with_the_index(indexed_engine, finder) -> None:
+    """A lay word the ICD-10-CM Index itself looks up ("Ringworm B35.9", "Pink eye - see Conjunctivitis, acute,
+    mucopurulent") must expand to words the finder codes as the Index does: an expansion that reads more into the
+    word ("tinea corporis": the body only) or less ("conjunctivitis": unspecified) sends both the finder and the search
+    to a code a coder would not report."""
+    with indexed_engine.connect() as conn:
+        index_codes = dict(conn.execute(text(
+            "SELECT lower(array_to_string(e.path, ' ')), min(e.code) FROM icd10cm_index_entry e "
+            "JOIN release r ON r.id = e.release_id AND r.source = 'icd10cm' "
+            "WHERE e.index_name <> 'drug' AND e.code IS NOT NULL GROUP BY 1")).all())
+    checked, disagreeing = 0, []
+    for row in synonym_rows():
+        code = index_codes.get(row.term.lower())
+        if row.documents or ICD10CM not in row.systems or code is None:
+            continue
+        checked += 1
+        first = codes_of(finder.find(row.expansion, systems=[ICD10CM]), ICD10CM)[:1]
+        if not first or not first[0].startswith(code.rstrip("-")):
+            disagreeing.append(f"{row.term} (Index {code}) -> {row.expansion} ({first})")
+    assert checked >= 30 and disagreeing == []
+
+
 @pytest.mark.parametrize("dev_set", [DEV_SET, DESCRIPTIVE_DEV_SET], ids=["dev", "descriptive"])
 def test_dev_set_codes_exist_in_the_tables(indexed_engine, dev_set) -> None:
     terms = read_dev_set(dev_set)
@@ -493,6 +531,8 @@ def test_eval_codes_command_reports_accuracy_and_latency(cli, indexed_engine, tm
     assert (report["terms"], report["top1"], report["top5"]) == (3, 1.0, 1.0)
     assert report["latency_ms"]["p50"] > 0 and report["latency_ms"]["p95"] >= report["latency_ms"]["p50"]
     assert report["goals_met"]["top1"] and report["misses"] == []
+    first, high = report["first_high"], report["calibration"].get("high", {"listed": 0})
+    assert first["listed"] <= min(3, high["listed"]) and (first["listed"] == 0 or first["correct"] == 1.0)
     code, out, _ = cli("eval", "codes", "--terms", str(terms))
     assert code == 0 and "top-1 1.000" in out
     terms.write_text('{"term": "wheelchair", "system": "CPT", "expected": ["K0001"]}\n')

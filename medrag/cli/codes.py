@@ -75,8 +75,10 @@ def render(search: CodeSearch) -> str:
 
 def calibration_line(report: EvalReport) -> str:
     """Per confidence tier, the codes listed and the share of them expected, on one line."""
-    return "  calibration: " + "; ".join(f"{tier} {figures['listed']} listed, {figures['correct']:.0%} expected"
-                                         for tier, figures in report.calibration.items())
+    first = report.first_high
+    return ("  calibration: " + "; ".join(f"{tier} {figures['listed']} listed, {figures['correct']:.0%} expected"
+                                          for tier, figures in report.calibration.items())
+            + f"; first results high: {first['listed']}, {first['correct']:.0%} expected")
 
 
 @eval_group.command("codes")

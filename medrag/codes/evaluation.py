@@ -79,6 +79,13 @@ class EvalReport:
                 for tier, values in sorted(listed.items(), key=lambda item: _TIER_ORDER.index(item[0]))}
 
     @property
+    def first_high(self) -> dict[str, float]:
+        """The first results tiered high and the share of them the terms expect (the goal: >= 0.95). A pair expects
+        one code, so a second "high" code counts against `calibration` even when the first is right."""
+        firsts = [outcome.tiers[0][1] for outcome in self.outcomes if outcome.tiers and outcome.tiers[0][0] == "high"]
+        return {"listed": len(firsts), "correct": round(sum(firsts) / len(firsts), 3) if firsts else 0.0}
+
+    @property
     def misses(self) -> list[TermOutcome]:
         """Terms whose first result was not an expected code."""
         return [outcome for outcome in self.outcomes if outcome.rank != 1]
@@ -86,7 +93,7 @@ class EvalReport:
     def as_json(self) -> dict[str, Any]:
         """The `medrag eval codes --json` object."""
         return {"terms": self.terms, "top1": self.top1, "top5": self.top5, "latency_ms": self.latency_ms,
-                "by_system": self.by_system, "calibration": self.calibration,
+                "by_system": self.by_system, "calibration": self.calibration, "first_high": self.first_high,
                 "misses": [{key: value for key, value in asdict(outcome).items() if key != "tiers"}
                            for outcome in self.misses]}
 
