@@ -12,6 +12,9 @@ Revision ID: 0040
 Revises: 0039
 """
 
+import importlib.util
+from pathlib import Path
+
 from alembic import op
 
 revision = "0040"
@@ -64,29 +67,14 @@ AS $$
 $$
 """
 
-# 0036's function, for the downgrade
-OLD_SIDE_DEFAULTS = r"""
-CREATE OR REPLACE FUNCTION medrag_refresh_side_defaults(code_release integer)
-RETURNS integer
-LANGUAGE sql
-SET enable_nestloop = off
-AS $$
-    WITH side_default AS (
-        UPDATE medrag_code_detail d SET is_default = true
-        FROM icd10cm_code c
-        WHERE d.release_id = code_release AND c.release_id = code_release AND c.code = d.code AND NOT d.is_default
-          AND c.description ~* '\yunspecified\y'
-          AND EXISTS (SELECT 1 FROM icd10cm_code s
-                      WHERE s.release_id = code_release AND s.parent_code = c.parent_code AND s.code <> c.code
-                        AND s.description ~* '\y(right|left)\y'
-                        AND medrag_word_bag(s.description)
-                            IN (medrag_word_bag(regexp_replace(c.description, '\yunspecified\y', 'right', 'i')),
-                                medrag_word_bag(regexp_replace(c.description, '\yunspecified\y', 'left', 'i'))))
-        RETURNING 1
-    )
-    SELECT count(*)::integer FROM side_default
-$$
-"""
+def _previous_side_defaults() -> str:
+    """0036's medrag_refresh_side_defaults, read from its revision, for the downgrade."""
+    path = Path(__file__).with_name("0036_side_defaults_and_without_clauses.py")
+    spec = importlib.util.spec_from_file_location("revision_0036", path)
+    revision_0036 = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(revision_0036)
+    script = revision_0036.SIDE_DEFAULTS
+    return "CREATE OR REPLACE " + script[script.index("FUNCTION medrag_refresh_side_defaults"):]
 
 
 def upgrade() -> None:
@@ -100,5 +88,5 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.execute(OLD_SIDE_DEFAULTS)
+    op.execute(_previous_side_defaults())
     op.execute("ALTER TABLE medrag_code_detail DROP COLUMN unspecified_side_of")
