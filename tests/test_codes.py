@@ -546,8 +546,8 @@ def test_eval_pairs_measures_the_finder_on_the_releases_pairs_by_kind(cli, index
     code, out, _ = cli("eval", "pairs", "--per-kind", "12", "--seed", "3", "--json")
     assert code == 0
     report = json.loads(out)
-    assert report["terms"] == 72
-    assert set(report["by_kind"]) == {"index", "inclusion", "hcpcs_short", "negation", "drug", "reference"}
+    assert report["terms"] == 84
+    assert set(report["by_kind"]) == {"index", "inclusion", "hcpcs_short", "negation", "drug", "reference", "side"}
     assert all(figures["terms"] == 12 for figures in report["by_kind"].values())
     assert 0.5 <= report["top1"] <= report["top5"] <= 1.0
     again = json.loads(cli("eval", "pairs", "--per-kind", "12", "--seed", "3", "--json")[1])
@@ -555,7 +555,8 @@ def test_eval_pairs_measures_the_finder_on_the_releases_pairs_by_kind(cli, index
     other = json.loads(cli("eval", "pairs", "--per-kind", "12", "--seed", "4", "--kind", "index", "--json")[1])
     assert other["sha256"] != report["sha256"] and set(other["by_kind"]) == {"index"}
     code, _, err = cli("eval", "pairs", "--kind", "ncd_keyword")
-    assert code == 2 and "'ncd_keyword' is not one of index, inclusion, hcpcs_short, negation, drug, reference" in err
+    assert code == 2
+    assert "'ncd_keyword' is not one of index, inclusion, hcpcs_short, negation, drug, reference, side" in err
     with indexed_engine.connect() as conn:  # each negation pair states one the filler "not elsewhere" aside
         stated = training_pairs(conn, 500, 3, ("negation",))
         drugs = training_pairs(conn, 300, 3, ("drug",))
@@ -572,6 +573,11 @@ def test_eval_pairs_measures_the_finder_on_the_releases_pairs_by_kind(cli, index
     with indexed_engine.connect() as conn:
         references = {pair.phrase: pair.code for pair in training_pairs(conn, 20_000, 3, ("reference",))}
     assert len(references) > 5_000 and references["rubeola"] == "B05.9" and references["chest effusion"] == "J90"
+    # a Tabular description naming a side where its family has an unspecified side, "bilateral" said as "both"
+    with indexed_engine.connect() as conn:
+        sides = {pair.phrase: pair.code for pair in training_pairs(conn, 20_000, 3, ("side",))}
+    assert len(sides) > 3_000 and not any("unspecified" in phrase or "bilateral" in phrase for phrase in sides)
+    assert sides["exudative retinopathy, both eyes"] == "H35.023" and sides["hemarthrosis, left ankle"] == "M25.072"
 
 
 def test_a_code_counts_found_with_the_7th_character_it_is_reported_with(finder) -> None:

@@ -12,6 +12,10 @@
 - reference: an Index entry that sends the reader elsewhere, read as the index kind reads paths -> the code of the
   entry its reference names, where that code is complete ("Rubeola - see Measles" -> B05.9; "Effusion > chest - see
   Effusion, pleura" -> "chest effusion" -> J90): how the finder reads the Index's other names for a condition;
+- side: a Tabular description of a code that names a side where its family also has an unspecified side, "bilateral"
+  written as people say it, "both" and the unspecified sibling's site ("Exudative retinopathy, bilateral" ->
+  "exudative retinopathy, both eyes" -> H35.023; "..., left ankle" as written): how the finder reads a side named,
+  never coded to the unspecified side;
 - ncd_keyword: one of an NCD's keywords (the MCD's own list: "colon cleansing" -> NCD 100.7);
 - misspelled: a phrase of the kinds above with one typing slip in its longest word (a letter doubled, two swapped,
   one dropped, a vowel changed), the pair's code unchanged: how the search's trigram leg earns its weight.
@@ -31,7 +35,7 @@ from sqlalchemy import Connection, text
 
 # The document source each kind's pairs name.
 SOURCES = {"index": "icd10cm", "inclusion": "icd10cm", "hcpcs_short": "hcpcs", "negation": "icd10cm",
-           "drug": "icd10cm", "reference": "icd10cm", "ncd_keyword": "ncd"}
+           "drug": "icd10cm", "reference": "icd10cm", "side": "icd10cm", "ncd_keyword": "ncd"}
 # An Index path read innermost first ("Cyst > ovary, ovarian > serous" -> "serous ovary cyst"), each level's first
 # wording, nonessential modifiers left out.
 _INDEX_PHRASE = """lower(array_to_string(ARRAY(SELECT btrim(split_part(regexp_replace(part, '\\s*\\([^)]*\\)', '', 'g'),
@@ -108,6 +112,29 @@ _PAIRS = {
         WHERE e.index_name = 'diseases' AND e.see IS NOT NULL AND (e.code IS NULL OR e.code = t.code) AND e.level <= 2
           AND t.code ~ '^[A-Z][0-9A-Z.]+[0-9A-Z]$' AND e.path !~* '(NEC|NOS|specified|other|unspecified)'
         ORDER BY md5(:seed || e.entry_id::text) LIMIT :n""",
+    # a right, left or bilateral code of a family with an unspecified side (medrag_code_detail.unspecified_side_of),
+    # its description lower-cased, "bilateral" read as "both", and a last ", bilateral" as "both" and the plural of
+    # the site the unspecified sibling names ("unspecified eye": "both eyes"), each phrase once
+    "side": """
+        SELECT phrase, min(code) AS code
+        FROM (SELECT CASE WHEN c.description ~* ',\\s*bilateral$'
+                          THEN regexp_replace(lower(c.description), ',\\s*bilateral$', ', both ' || site.plural)
+                          ELSE regexp_replace(lower(c.description), '\\ybilateral\\y', 'both') END AS phrase,
+                     c.code, md5(:seed || c.code) AS draw
+              FROM icd10cm_code c JOIN release r ON r.id = c.release_id AND r.is_current
+              JOIN icd10cm_code u ON u.release_id = c.release_id AND u.parent_code = c.parent_code AND u.code <> c.code
+              JOIN medrag_code_detail d ON d.release_id = u.release_id AND d.code = u.code
+                                       AND d.unspecified_side_of IS NOT NULL
+              CROSS JOIN LATERAL (SELECT substring(u.description FROM '\\yunspecified ([a-z]+(?: [a-z]+)?)$') AS name) n
+              CROSS JOIN LATERAL (SELECT n.name,
+                                         CASE WHEN n.name ~ 'foot$' THEN regexp_replace(n.name, 'foot$', 'feet')
+                                              WHEN n.name ~ '[^aeiou]y$' THEN regexp_replace(n.name, 'y$', 'ies')
+                                              ELSE n.name || 's' END AS plural) site
+              WHERE c.billable AND c.seventh_character IS NULL
+                AND c.description ~* '\\y(right|left|bilateral)\\y' AND c.description !~* '(NEC|NOS|unspecified)'
+                AND (c.description !~* ',\\s*bilateral$' OR site.name IS NOT NULL)) sided
+        GROUP BY phrase HAVING count(DISTINCT code) = 1
+        ORDER BY min(draw) LIMIT :n""",
     # a keyword two current NCDs share names neither
     "ncd_keyword": """
         SELECT k.phrase, min(n.section) AS code
