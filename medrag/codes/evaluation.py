@@ -82,7 +82,7 @@ class EvalReport:
     def first_high(self) -> dict[str, float]:
         """The first results tiered high and the share of them the terms expect (the goal: >= 0.95). A pair expects
         one code, so a second "high" code counts against `calibration` even when the first is right."""
-        firsts = [outcome.tiers[0][1] for outcome in self.outcomes if outcome.tiers and outcome.tiers[0][0] == "high"]
+        firsts = [outcome.tiers[0][1] for outcome in self.outcomes if outcome.tiers and outcome.tiers[0][0] == HIGH]
         return {"listed": len(firsts), "correct": round(sum(firsts) / len(firsts), 3) if firsts else 0.0}
 
     @property

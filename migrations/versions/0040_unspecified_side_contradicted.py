@@ -39,13 +39,11 @@ AS $$
         JOIN icd10cm_code s ON s.release_id = code_release AND s.parent_code = c.parent_code AND s.code <> c.code
         CROSS JOIN LATERAL (
             SELECT CASE WHEN s.description ~* '\y(right|left)\y'
-                             AND medrag_word_bag(s.description)
-                                 = medrag_word_bag(regexp_replace(c.description, '\yunspecified\y', 'right', 'i'))
-                        THEN 'right'
-                        WHEN s.description ~* '\y(right|left)\y'
-                             AND medrag_word_bag(s.description)
-                                 = medrag_word_bag(regexp_replace(c.description, '\yunspecified\y', 'left', 'i'))
-                        THEN 'left'
+                        THEN CASE medrag_word_bag(s.description)
+                                 WHEN medrag_word_bag(regexp_replace(c.description, '\yunspecified\y', 'right', 'i'))
+                                 THEN 'right'
+                                 WHEN medrag_word_bag(regexp_replace(c.description, '\yunspecified\y', 'left', 'i'))
+                                 THEN 'left' END
                         WHEN s.description ~* '\ybilateral\y'
                              AND array_remove(medrag_word_bag(s.description), 'bilateral')
                                  <@ medrag_word_bag(c.description)
@@ -66,6 +64,7 @@ AS $$
     SELECT count(*)::integer FROM side_default
 $$
 """
+
 
 def _previous_side_defaults() -> str:
     """0036's medrag_refresh_side_defaults, read from its revision, for the downgrade."""
