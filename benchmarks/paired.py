@@ -46,8 +46,18 @@ _FUNCTION = re.compile(r"^CREATE OR REPLACE FUNCTION (\w+)\(.*?^\$\$;$", re.S | 
 
 
 def functions(script: str) -> dict[str, str]:
-    """Each function definition of a SQL script by name (a name defined twice keeps its last definition)."""
-    return {match.group(1): match.group(0) for match in _FUNCTION.finditer(script)}
+    """Each function definition of a SQL script by name (a name defined twice keeps its last definition).
+
+    A function a DO block creates (a constant such as medrag_code_synonyms(), built while the script runs) is only a
+    template here: it is left out, and both versions read the installed one."""
+    found = {}
+    for match in _FUNCTION.finditer(script):
+        if "$function$" in match.group(0):
+            # the template reached past its own $function$ into the next definition: read again from that one
+            found.update(functions(match.group(0)[match.group(0).rindex("$function$") + len("$function$"):]))
+        else:
+            found[match.group(1)] = match.group(0)
+    return found
 
 
 # renders generated.sql with the medrag package first on sys.path (a revision's, unpacked), and says if it was not

@@ -16,10 +16,12 @@ AS $$
     ),
     synonym AS (
         SELECT jsonb_agg(jsonb_build_object('concept', f.n, 'text', f.text,
-                                            'expansions', medrag_code_synonyms() -> f.text -> 'expansions')
+                                            'expansions', medrag_code_synonyms() -> t.term -> 'expansions')
                          ORDER BY f.n) AS found
+        -- the table's term a concept matched, which its words may inflect ("mini strokes": mini stroke)
         FROM focus f
-        WHERE medrag_code_synonyms() ? f.text AND f.text <> ALL (synonyms_tried)
+        CROSS JOIN LATERAL (SELECT coalesce(concepts -> (f.n::int - 1) ->> 'synonym', f.text) AS term) t
+        WHERE medrag_code_synonyms() ? t.term AND f.text <> ALL (synonyms_tried)
           AND f.n = (SELECT min(o.n) FROM focus o WHERE o.text = f.text)  -- a concept said twice is broadened once
     ),
     -- typed words of concepts no candidate holds (a concept the synonym table knows is not misspelt; one matched or

@@ -396,6 +396,13 @@ def test_synonyms_and_abbreviations_broaden(finder) -> None:
     assert codes_of(finder.find("heart attack"))[0] == "I21.9"
 
 
+def test_a_synonym_said_in_other_inflections_broadens_as_the_tables_term(finder) -> None:
+    """"mini strokes" holds the table's "mini stroke" only by its stems: it still broadens to the expansion."""
+    strokes = finder.find("mini strokes")
+    assert codes_of(strokes)[0] == "G45.9"
+    assert any("synonyms: mini strokes -> transient cerebral ischemic attack" in step for step in strokes.trace)
+
+
 def test_the_words_that_ask_for_a_code_name_its_system_and_are_not_searched(finder, indexed_engine) -> None:
     from medrag.codes.classify import classify
 

@@ -38,6 +38,12 @@ def test_the_finder_matches_its_part_of_the_one_synonym_table(engine) -> None:
 
         assert matches("my heart attack and copd".split()) == [("heart attack", 1, 3), ("copd", 4, 5)]
         assert matches(["behind-the-ear", "hearing", "aid"]) == [("behind the ear", 0, 1)]  # a hyphenated word
+        # a phrase of two or more keyed words matches by its stems across stop words: the longest match wins, and a
+        # stop word it spans that is a term of its own ("both") is matched too; a negation ends the phrase
+        assert matches("history of a blood clot in the lungs".split()) == [("blood clot in the lung", 3, 8)]
+        assert sorted(matches("ringing in both ears".split())) == [("both", 2, 3), ("ringing in the ears", 0, 4)]
+        assert matches("blood clot not in the lung".split()) == [("blood clot", 0, 2), ("lung", 5, 6)]
+        assert matches(["stomachs"]) == []  # a one-word term only as written
         entries = conn.execute(text("SELECT medrag_code_synonyms()")).scalar_one()
         stored = conn.execute(text("SELECT count(*) FROM medrag_synonym")).scalar_one()
     assert stored == len(synonym_rows())

@@ -22,6 +22,16 @@ WHERE s.documents = ''
    OR (s.documents = 'any_case' AND lower(s.term) ~ '^(?:{sql_regex(TERM.pattern)})$'
        AND NOT EXISTS (SELECT 1 FROM medrag_synonym q WHERE q.documents = '' AND q.term = lower(s.term)));
 
+-- A word as a synonym key reads it: its lexemes (the english configuration's, as the full-text index stems), empty
+-- for a stop word. A term and a phrase of the table with the same keys in the same order, stop words aside, say the
+-- same thing: "blood clots in the lungs" is "blood clot in the lung", "ringing in both ears" is "ringing in the ears".
+CREATE OR REPLACE FUNCTION medrag_synonym_word_key(word text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT array_to_string(tsvector_to_array(to_tsvector('english', word)), ' ')
+$$;
+
 -- The finder's synonyms as one jsonb (term -> expansions in the table's order, kind and the systems it hints at), and
 -- the most words a term has. Both are built from medrag_finder_synonym while this script runs, the only writer of
 -- medrag_synonym, and kept as constants: the term's analysis reads them on every call, and a function reading the
@@ -46,26 +56,57 @@ RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $body$ SELECT %s $body$
 $function$, (SELECT coalesce(max(cardinality(string_to_array(term, ' '))), 0) FROM medrag_finder_synonym));
+    -- the phrases of two or more keyed words by their keys (the first in the table's order where two share them): a
+    -- one-word term matches only as written, as its stem may be another word's ("aids", "aid")
+    EXECUTE format($function$
+CREATE OR REPLACE FUNCTION medrag_code_synonym_keys()
+RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $body$ SELECT %L::jsonb $body$
+$function$, (
+        SELECT coalesce(jsonb_object_agg(k.key, k.term), '{{}}')
+        FROM (SELECT DISTINCT ON (key) key, term
+              FROM (SELECT f.term, min(f.position) AS position,
+                           string_agg(w.key, ' ' ORDER BY w.n) FILTER (WHERE w.key <> '') AS key,
+                           count(*) FILTER (WHERE w.key <> '') AS keyed
+                    FROM medrag_finder_synonym f,
+                         LATERAL (SELECT medrag_synonym_word_key(x.word) AS key, x.n
+                                  FROM unnest(string_to_array(f.term, ' ')) WITH ORDINALITY AS x(word, n)) w
+                    GROUP BY f.term) t
+              WHERE t.keyed >= 2
+              ORDER BY key, position) k));
 END
 $build$;
 
 -- Where the table's terms occur in a term's words, scanning left to right and preferring the longest term, without
--- overlaps; a hyphenated word is also its words apart ("behind-the-ear" is the term "behind the ear"). start_at is
--- the first word's index from 0 and end_at the index after the last, as Python slices.
+-- overlaps; a hyphenated word is also its words apart ("behind-the-ear" is the term "behind the ear"). A phrase of
+-- two or more keyed words also matches by its keys (medrag_synonym_word_key) across other stop words, though never a
+-- negation; a stop word it spans that is a term of its own ("both") is matched too. start_at is the first word's
+-- index from 0 and end_at the index after the last, as Python slices.
 CREATE OR REPLACE FUNCTION medrag_code_synonym_matches(words text[])
 RETURNS TABLE (term text, start_at integer, end_at integer)
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
 DECLARE
     entries constant jsonb := medrag_code_synonyms();
+    keyed_terms constant jsonb := medrag_code_synonym_keys();
     longest constant integer := medrag_code_synonym_longest();
     total constant integer := coalesce(cardinality(words), 0);
+    keys constant text[] := ARRAY(SELECT medrag_synonym_word_key(w) FROM unnest(words) WITH ORDINALITY AS x(w, n)
+                                  ORDER BY n);
     i integer := 1;
-    length integer;
+    j integer;
     phrase text;
+    key text;
+    keyed integer;
+    keyed_term text;
+    keyed_end integer;
+    matched integer;
 BEGIN
     WHILE i <= total LOOP
         term := NULL;
+        matched := 0;
+        -- the loop's own variable: what matched is kept in matched
         FOR length IN REVERSE least(longest, total - i + 1) .. 1 LOOP
             phrase := array_to_string(words[i:i + length - 1], ' ');
             IF entries ? phrase THEN
@@ -74,14 +115,45 @@ BEGIN
                 term := replace(phrase, '-', ' ');
             END IF;
             IF term IS NOT NULL THEN
-                start_at := i - 1;
-                end_at := i - 1 + length;
-                RETURN NEXT;
-                i := i + length;
+                matched := length;
                 EXIT;
             END IF;
         END LOOP;
-        IF term IS NULL THEN
+        keyed_term := NULL;
+        IF keys[i] <> '' THEN
+            key := keys[i];
+            keyed := 1;
+            j := i + 1;
+            WHILE j <= total AND keyed < longest LOOP
+                IF keys[j] <> '' THEN
+                    key := key || ' ' || keys[j];
+                    keyed := keyed + 1;
+                    IF keyed_terms ? key THEN
+                        keyed_term := keyed_terms ->> key;
+                        keyed_end := j;
+                    END IF;
+                -- the stop words that negate (a negation cue with a key, "never", ends the run by not matching)
+                ELSIF words[j] IN ('no', 'not', 'nor') THEN
+                    EXIT;
+                END IF;
+                j := j + 1;
+            END LOOP;
+        END IF;
+        IF keyed_term IS NOT NULL AND (term IS NULL OR keyed_end - i + 1 > matched) THEN
+            term := keyed_term;
+            matched := keyed_end - i + 1;
+            FOR j IN i + 1 .. keyed_end - 1 LOOP
+                IF keys[j] = '' AND entries ? words[j] THEN
+                    RETURN QUERY SELECT words[j], j - 1, j;
+                END IF;
+            END LOOP;
+        END IF;
+        IF term IS NOT NULL THEN
+            start_at := i - 1;
+            end_at := i - 1 + matched;
+            RETURN NEXT;
+            i := i + matched;
+        ELSE
             i := i + 1;
         END IF;
     END LOOP;

@@ -222,9 +222,9 @@ AS $$
     ),
     match AS (SELECT m.* FROM input, medrag_code_synonym_matches(input.words) AS m),
     span AS (
-        SELECT m.start_at, m.end_at, input.entries -> m.term AS entry FROM match m, input
+        SELECT m.start_at, m.end_at, m.term, input.entries -> m.term AS entry FROM match m, input
         UNION ALL
-        SELECT i - 1, i, NULL FROM input, generate_subscripts(input.words, 1) AS i
+        SELECT i - 1, i, NULL, NULL FROM input, generate_subscripts(input.words, 1) AS i
         WHERE NOT EXISTS (SELECT 1 FROM match m WHERE i - 1 >= m.start_at AND i - 1 < m.end_at)
     ),
     expansion AS (
@@ -290,7 +290,7 @@ AS $$
                                           WHERE other.word = ANY (medrag_words_of(x)))))
     ),
     concept AS (
-        SELECT s.start_at, s.entry, input.words[s.start_at + 1:s.end_at] AS words,
+        SELECT s.start_at, s.term, s.entry, input.words[s.start_at + 1:s.end_at] AS words,
                ARRAY(SELECT DISTINCT l FROM unnest(input.words[s.start_at + 1:s.end_at]) AS w
                      JOIN lexeme x ON x.word = w, unnest(x.lexemes) AS l ORDER BY 1) AS lexemes
         FROM span s, input
@@ -337,6 +337,8 @@ AS $$
                    'negated', c.words <@ input.negated,
                    'explains', to_jsonb(ARRAY(SELECT DISTINCT l FROM expansion_wording x, unnest(x.lexemes) AS l
                                               WHERE x.start_at = c.start_at ORDER BY 1)))
+               -- the table's term it matched, which its words may inflect ("mini strokes": mini stroke)
+               || CASE WHEN c.entry IS NOT NULL THEN jsonb_build_object('synonym', c.term) ELSE '{{}}' END
         FROM concept c
         CROSS JOIN input
         -- the systems a word of it signals alone, in the systems' order
