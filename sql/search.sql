@@ -217,7 +217,8 @@ $$;
 -- (medrag_spelling) and a word written without its hyphens the corpus's hyphenated word (medrag_compounds); and the
 -- rows ranked are only those
 -- holding the rarer words, up to match_budget chunks by the corpus counts (match_query), which bounds the work
--- whatever the words. Known abbreviations add their expansions to both.
+-- whatever the words. Known abbreviations and synonyms add their expansions to both (a phrase of two or more
+-- words also when the query says it in other inflections: medrag_synonym_padded_keys).
 CREATE OR REPLACE FUNCTION medrag_text_queries(query_text text, match_budget integer DEFAULT NULL)
 RETURNS TABLE (match_query tsquery, rank_query tsquery, misspelt boolean)
 LANGUAGE sql STABLE
@@ -227,7 +228,10 @@ AS $$
         -- padded_words: the query's words between single spaces, computed once, not again for each synonym row
         SELECT websearch_to_tsquery('english', coalesce(query_text, '')) AS tsq,
                coalesce(query_text, '') ~ '"|(^|\s)-\w' AS explicit,
-               ' ' || regexp_replace(lower(coalesce(query_text, '')), '[^a-z0-9]+', ' ', 'g') || ' ' AS padded_words
+               ' ' || regexp_replace(lower(coalesce(query_text, '')), '[^a-z0-9]+', ' ', 'g') || ' ' AS padded_words,
+               -- the same words as a synonym phrase of two or more keyed words is also matched by: their stems
+               medrag_synonym_padded_keys(regexp_split_to_array(lower(coalesce(query_text, '')), '[^a-z0-9]+'))
+                   AS padded_keys
     ),
     correction AS (
         SELECT string_agg(corrected, ' ') AS words, count(*) > 0 AS misspelt FROM medrag_spelling(query_text)
@@ -248,6 +252,7 @@ AS $$
         SELECT s.expansion, plainto_tsquery('english', s.expansion) AS tsq
         FROM typed, medrag_search_synonym s
         WHERE typed.padded_words LIKE '% ' || s.term || ' %'
+           OR typed.padded_keys LIKE '% ' || (medrag_search_synonym_keys() ->> s.term) || ' %'
     ),
     expansion AS (
         -- an expansion is AND-ed: it matches at most as many chunks as its rarest word

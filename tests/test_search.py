@@ -69,6 +69,15 @@ def test_misspelt_words_bring_their_nearest_corpus_word(indexed_engine) -> None:
     assert not correct.misspelt and correct.rank.count("'") == 6
 
 
+def test_a_synonym_phrase_said_in_other_inflections_brings_its_expansion(indexed_engine) -> None:
+    """The search reads a synonym phrase as the code finder does: by its stems, across stop words, never a negation."""
+    inflected = text_queries(indexed_engine, "history of blood clots in the lungs")
+    assert "'pulmonari' & 'embol'" in inflected.rank  # "blood clot in the lung": pulmonary embolism
+    denied = text_queries(indexed_engine, "blood clot not in the lung")
+    assert "'pulmonari' & 'embol'" not in denied.rank
+    assert "'thrombosi'" in denied.rank  # "blood clot" as written still expands
+
+
 def test_the_vector_leg_embeds_the_corrected_spelling(indexed_engine, embedder) -> None:
     """A misspelt word embeds as noise: the query is embedded with it corrected, unless the model knows the word."""
     with indexed_engine.connect() as conn:

@@ -4,13 +4,15 @@ medrag.core.synonyms), and the term matching the term's analysis runs over it, r
 
 from __future__ import annotations
 
-from medrag.codes.classify import sql_regex
+from medrag.codes.classify import sql_regex, sql_text_array
+from medrag.core.synonyms import NEGATING_STOP_WORDS
 from medrag.core.words import TERM
 
 
 def synonyms_sql() -> str:
     """medrag_finder_synonym, medrag_code_synonyms() and medrag_code_synonym_matches(words): the finder's part of the
     synonym table, for the term analysis in SQL, rendered into generated.sql."""
+    negating = sql_text_array(NEGATING_STOP_WORDS)
     return f"""
 -- The code finder's part of the synonym table: the lower-case query terms (rows that do not expand code documents),
 -- plus the abbreviations code documents expand in any case that no query term defines, lower-cased (an exact-case
@@ -21,16 +23,6 @@ FROM medrag_synonym s
 WHERE s.documents = ''
    OR (s.documents = 'any_case' AND lower(s.term) ~ '^(?:{sql_regex(TERM.pattern)})$'
        AND NOT EXISTS (SELECT 1 FROM medrag_synonym q WHERE q.documents = '' AND q.term = lower(s.term)));
-
--- A word as a synonym key reads it: its lexemes (the english configuration's, as the full-text index stems), empty
--- for a stop word. A term and a phrase of the table with the same keys in the same order, stop words aside, say the
--- same thing: "blood clots in the lungs" is "blood clot in the lung", "ringing in both ears" is "ringing in the ears".
-CREATE OR REPLACE FUNCTION medrag_synonym_word_key(word text)
-RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$
-    SELECT array_to_string(tsvector_to_array(to_tsvector('english', word)), ' ')
-$$;
 
 -- The finder's synonyms as one jsonb (term -> expansions in the table's order, kind and the systems it hints at), and
 -- the most words a term has. Both are built from medrag_finder_synonym while this script runs, the only writer of
@@ -67,13 +59,11 @@ $function$, (
         SELECT coalesce(jsonb_object_agg(k.key, k.term), '{{}}')
         FROM (SELECT DISTINCT ON (key) key, term
               FROM (SELECT f.term, min(f.position) AS position,
-                           string_agg(w.key, ' ' ORDER BY w.n) FILTER (WHERE w.key <> '') AS key,
-                           count(*) FILTER (WHERE w.key <> '') AS keyed
-                    FROM medrag_finder_synonym f,
-                         LATERAL (SELECT medrag_synonym_word_key(x.word) AS key, x.n
-                                  FROM unnest(string_to_array(f.term, ' ')) WITH ORDINALITY AS x(word, n)) w
+                           btrim(medrag_synonym_padded_keys(string_to_array(f.term, ' '))) AS key
+                    FROM medrag_finder_synonym f
                     GROUP BY f.term) t
-              WHERE t.keyed >= 2
+              WHERE (SELECT count(*) FROM unnest(string_to_array(t.term, ' ')) AS w
+                     WHERE medrag_synonym_word_key(w) <> '') >= 2
               ORDER BY key, position) k));
 END
 $build$;
@@ -132,8 +122,8 @@ BEGIN
                         keyed_term := keyed_terms ->> key;
                         keyed_end := j;
                     END IF;
-                -- the stop words that negate (a negation cue with a key, "never", ends the run by not matching)
-                ELSIF words[j] IN ('no', 'not', 'nor') THEN
+                -- a stop word that negates (a negation cue with a key, "never", ends the run by not matching)
+                ELSIF words[j] = ANY ({negating}) THEN
                     EXIT;
                 END IF;
                 j := j + 1;

@@ -29,6 +29,8 @@ COLUMNS = ("term", "expansion", "kind", "system", "documents")
 KINDS = ("abbreviation", "lay", "brand", "variant")
 # Values of the system column; "both" hints at ICD-10-CM and HCPCS, an empty cell at neither.
 SYSTEM_VALUES = {"ICD-10-CM": ("ICD-10-CM",), "HCPCS": ("HCPCS",), "both": ("ICD-10-CM", "HCPCS"), "": ()}
+# The stop words that negate: a synonym phrase matched by its keys (medrag_synonym_word_key) never spans one.
+NEGATING_STOP_WORDS = ("no", "not", "nor")
 # How a row expands code documents' text: not at all (""), in any case, or only in the case written.
 DOCUMENT_MATCHES = ("", "any_case", "exact")
 
@@ -100,6 +102,7 @@ def synonym_rows_sql() -> str:
         f"({position}, {_sql_text(row.term)}, {_sql_text(row.expansion)}, {_sql_text(row.kind)}, "
         f"ARRAY[{', '.join(_sql_text(system) for system in row.systems)}]::text[], {_sql_text(row.documents)})"
         for position, row in enumerate(synonym_rows(), start=1))
+    negating = ", ".join(_sql_text(word) for word in NEGATING_STOP_WORDS)
     return f"""
 -- The synonym table (medrag/data/synonyms.csv, read by medrag/core/synonyms.py), row by row in file order. Every
 -- reader reads it here: the full-text search through medrag_search_synonym, the code finder through
@@ -107,6 +110,48 @@ def synonym_rows_sql() -> str:
 DELETE FROM medrag_synonym;
 INSERT INTO medrag_synonym (position, term, expansion, kind, systems, documents) VALUES
     {values};
+
+-- A word as a synonym key reads it: its lexemes (the english configuration's, as the full-text index stems), empty
+-- for a stop word. A phrase and a phrase of the table with the same keys in the same order, stop words aside, say
+-- the same thing: "blood clots in the lungs" is "blood clot in the lung", "ringing in both ears" is "ringing in the
+-- ears". The code finder (medrag_code_synonym_matches) and the search (medrag_search_synonym_keys) both read it.
+CREATE OR REPLACE FUNCTION medrag_synonym_word_key(word text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT array_to_string(tsvector_to_array(to_tsvector('english', word)), ' ')
+$$;
+
+-- The keys of words as a phrase is matched by them: the keys of its keyed words between single spaces, a stop word
+-- that negates ("no", "not", "nor") a "|" that no phrase spans, padded with spaces for LIKE.
+CREATE OR REPLACE FUNCTION medrag_synonym_padded_keys(words text[])
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT ' ' || coalesce(string_agg(k.key, ' ' ORDER BY k.n), '') || ' '
+    FROM (SELECT x.n, CASE WHEN x.word IN ({negating}) THEN '|' ELSE medrag_synonym_word_key(x.word) END AS key
+          FROM unnest(words) WITH ORDINALITY AS x(word, n)) k
+    WHERE k.key <> ''
+$$;
+
+-- The search's synonym terms of two or more keyed words by their keys (term -> key), built while this script runs,
+-- its only writer, and kept as a constant as the finder's synonyms are (medrag.codes.synonyms): a query holds such a
+-- term when its padded keys hold the term's.
+DO $build$
+BEGIN
+    EXECUTE format($function$
+CREATE OR REPLACE FUNCTION medrag_search_synonym_keys()
+RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $body$ SELECT %L::jsonb $body$
+$function$, (
+        SELECT coalesce(jsonb_object_agg(t.term, btrim(t.keys)), '{{}}')
+        FROM (SELECT DISTINCT s.term, medrag_synonym_padded_keys(string_to_array(s.term, ' ')) AS keys
+              FROM medrag_search_synonym s) t
+        WHERE (SELECT count(*) FROM unnest(string_to_array(t.term, ' ')) AS w
+               WHERE medrag_synonym_word_key(w) <> '') >= 2));
+END
+$build$;
 """
 
 
