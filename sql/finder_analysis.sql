@@ -337,13 +337,17 @@ BEGIN
             trace := trace || ('negation: not ' || txt || ' (not searched; a code whose description names it '
                                || 'is left out)');
         END IF;
-        SELECT string_agg(c.text || ' = ' || (w.value -> 'words' ->> 0), ', ' ORDER BY c.n, w.n) INTO txt
-        FROM medrag_term_concepts(concepts) c,
-             jsonb_array_elements(c.wordings) WITH ORDINALITY AS w(value, n)
-        WHERE w.value ->> 'origin' = 'compound';
-        IF txt IS NOT NULL THEN
-            trace := trace || ('as the corpus writes it: ' || txt || ' (searched both ways)');
-        END IF;
+        -- the words searched as typed and another way: as the corpus writes them, then as HCPCS abbreviations
+        trace := trace || ARRAY(
+            SELECT o.label || string_agg(c.text || ' = ' || (w.value -> 'words' ->> 0), ', ' ORDER BY c.n, w.n)
+                   || ' (searched both ways)'
+            FROM (VALUES ('compound', 'as the corpus writes it: '), ('abbreviation', 'HCPCS abbreviation: '))
+                     AS o(origin, label)
+            JOIN (medrag_term_concepts(concepts) c
+                  CROSS JOIN LATERAL jsonb_array_elements(c.wordings) WITH ORDINALITY AS w(value, n))
+              ON w.value ->> 'origin' = o.origin
+            GROUP BY o.origin, o.label
+            ORDER BY o.origin DESC);
         -- a word of the corpus that no code's wording holds ("medicare", "cover") is no misspelling
         known := ARRAY(SELECT w FROM unnest(medrag_words_of(term_text)) AS w WHERE medrag_known_word(lower(w)));
     END IF;

@@ -28,9 +28,11 @@ TYPED = "typed"
 COMPOUND = "compound"  # the typed word as the corpus writes it, hyphenated ("checkup": check-up)
 SYNONYM = "synonym"
 SPELLING = "spelling"
+# the word a typed abbreviation of the current HCPCS release's short descriptions stands for ("inj": injection)
+ABBREVIATION = "abbreviation"
 # A corrected word is less certain than one the user typed.
 # The origins of the words as typed: the lookups search another wording of a concept once it has one.
-AS_TYPED = (TYPED, COMPOUND)
+AS_TYPED = (TYPED, COMPOUND, ABBREVIATION)
 # A negation ("fatty liver not caused by alcohol", "shoulder pain, no injury") reaches from its cue to the end of the
 # clause: a comma or other stop, or a word that starts another clause. "without" is not a cue here: codes say it
 # too ("Vomiting without nausea"), and their "without" clauses are matched as written (sql/finder_features.sql);
@@ -243,6 +245,16 @@ AS $$
         FROM input, medrag_compounds(ARRAY(SELECT DISTINCT unnest(input.words))) AS c
         GROUP BY c.typed
     ),
+    abbreviation AS MATERIALIZED (  -- the current HCPCS release's (medrag.sources.hcpcs.abbreviations)
+        SELECT a.abbreviation AS typed,
+               jsonb_build_array(jsonb_build_object('words', jsonb_build_array(a.word), 'origin', '{ABBREVIATION}',
+                                                    'lexemes', to_jsonb(tsvector_to_array(to_tsvector('english',
+                                                                                                      a.word)))))
+                   AS wordings
+        FROM input, hcpcs_abbreviation a
+        JOIN release r ON r.id = a.release_id AND r.source = 'hcpcs' AND r.is_current
+        WHERE a.abbreviation = ANY (input.words)
+    ),
     -- each word only one system's signals name, but for a service word the ICD-10-CM Index files a code under
     -- together with another word of the term: "Screening (for) > hypertension" (Z13.6) makes "screening" in
     -- "screening for hypertension" ICD-10-CM's concept too; no entry under "Test, tests, testing" names diabetes or
@@ -330,6 +342,10 @@ AS $$
                                || CASE WHEN cardinality(c.words) = 1
                                        THEN coalesce((SELECT k.wordings FROM compound k WHERE k.typed = c.words[1]),
                                                      '[]')
+                                            || CASE WHEN c.entry IS NULL
+                                                    THEN coalesce((SELECT a.wordings FROM abbreviation a
+                                                                   WHERE a.typed = c.words[1]), '[]')
+                                                    ELSE '[]' END
                                        ELSE '[]' END,
                    'systems', to_jsonb(CASE WHEN input.heard_more AND owner.systems IS NOT NULL THEN owner.systems
                                             ELSE {systems} END),

@@ -141,6 +141,8 @@ FINDER = (
     _integer("code_cache_rows", 20000, "answers medrag_find_codes_cached keeps, the oldest dropped first (0: none "
                                        "kept)"),
     _integer("max_rounds", 3, "rounds of lookups and reflection at most"),
+    _integer("abbreviation_min_support", 2, "an abbreviation of HCPCS short descriptions means its most aligned "
+                                            "word once aligned with it this often (medrag.sources.hcpcs)"),
     _integer("trigram_max_words", 2, "the trigram lookup runs for a term of at most this many words"),
     _integer("words_leg_max_concepts", 4, "the description-words lookup runs for a term of at most this many "
                                           "concepts"),
@@ -168,6 +170,8 @@ FINDER = (
     _real("origin_compound", 1.0, "weight of a typed word written with its hyphen", bundle="origin_weights",
           key="compound"),
     _real("origin_synonym", 1.0, "weight of a synonym's wording", bundle="origin_weights", key="synonym"),
+    _real("origin_abbreviation", 1.0, "weight of the word a typed HCPCS abbreviation stands for",
+          bundle="origin_weights", key="abbreviation"),
     _real("origin_spelling", 0.9, "weight of a spelling correction's wording", bundle="origin_weights",
           key="spelling"),
     _integer("embedding_probe_documents", 20, "current documents probed for vectors before the exact join"),

@@ -15,12 +15,14 @@ from pathlib import Path, PurePosixPath
 
 from sqlalchemy import Connection
 
+from medrag.core import tuning
 from medrag.core.errors import MedragError
 from medrag.ingest.archive import open_zip_safely, read_member
 from medrag.ingest.copy import copy_rows
 from medrag.ingest.links import normalise_space, page_links
 from medrag.ingest.releases import LoadReport
 from medrag.sources.common import GetPage, ReleaseCandidate, RemoteFile, write_code_lookups
+from medrag.sources.hcpcs.abbreviations import write_abbreviations
 
 
 class HcpcsFormatError(MedragError):
@@ -356,10 +358,11 @@ def parse_hcpcs_zip(path: Path) -> list[dict]:
 
 
 class HcpcsSource:
-    """HCPCS Level II: the quarterly page's Alpha-Numeric HCPCS File zip -> table hcpcs_code."""
+    """HCPCS Level II: the quarterly page's Alpha-Numeric HCPCS File zip -> tables hcpcs_code and the abbreviations
+    its short descriptions teach, hcpcs_abbreviation."""
 
     name = "hcpcs"
-    tables = ("hcpcs_code",)
+    tables = ("hcpcs_code", "hcpcs_abbreviation")
 
     def discover(self, page_url: str, get_page: GetPage) -> list[ReleaseCandidate]:
         """One candidate per Alpha-Numeric HCPCS File link, newest first, labelled from the link text."""
@@ -367,12 +370,13 @@ class HcpcsSource:
         return [ReleaseCandidate(release_label_from_text(text), [RemoteFile(url, text)]) for url, text in links]
 
     def load(self, conn: Connection, release_id: int, files: list[Path], workdir: Path) -> LoadReport:
-        """Parse the release zip's record file and COPY every code into hcpcs_code."""
+        """Parse the release zip's record file, COPY every code into hcpcs_code and mine its abbreviations."""
         (zip_path,) = files
         records = parse_hcpcs_zip(zip_path)
         count = copy_rows(conn, "hcpcs_code", HCPCS_COLUMNS, records, constants={"release_id": release_id})
+        abbreviations = write_abbreviations(conn, release_id, tuning.value("abbreviation_min_support"))
         write_code_lookups(conn, release_id)
-        return LoadReport(rows={"hcpcs_code": count})
+        return LoadReport(rows={"hcpcs_code": count, "hcpcs_abbreviation": abbreviations})
 
 
 SOURCE = HcpcsSource()
