@@ -48,8 +48,8 @@ RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $body$ SELECT %s $body$
 $function$, (SELECT coalesce(max(cardinality(string_to_array(term, ' '))), 0) FROM medrag_finder_synonym));
-    -- the phrases of two or more keyed words by their keys (the first in the table's order where two share them): a
-    -- one-word term matches only as written, as its stem may be another word's ("aids", "aid")
+    -- the phrases of two or more keyed words by their keys (medrag_synonym_phrase_key; the first in the table's order
+    -- where two share them)
     EXECUTE format($function$
 CREATE OR REPLACE FUNCTION medrag_code_synonym_keys()
 RETURNS jsonb
@@ -58,12 +58,10 @@ AS $body$ SELECT %L::jsonb $body$
 $function$, (
         SELECT coalesce(jsonb_object_agg(k.key, k.term), '{{}}')
         FROM (SELECT DISTINCT ON (key) key, term
-              FROM (SELECT f.term, min(f.position) AS position,
-                           btrim(medrag_synonym_padded_keys(string_to_array(f.term, ' '))) AS key
+              FROM (SELECT f.term, min(f.position) AS position, medrag_synonym_phrase_key(f.term) AS key
                     FROM medrag_finder_synonym f
                     GROUP BY f.term) t
-              WHERE (SELECT count(*) FROM unnest(string_to_array(t.term, ' ')) AS w
-                     WHERE medrag_synonym_word_key(w) <> '') >= 2
+              WHERE t.key IS NOT NULL
               ORDER BY key, position) k));
 END
 $build$;

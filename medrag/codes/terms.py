@@ -26,10 +26,10 @@ from medrag.codes.classify import (
 
 TYPED = "typed"
 COMPOUND = "compound"  # the typed word as the corpus writes it, hyphenated ("checkup": check-up)
-SYNONYM = "synonym"
-SPELLING = "spelling"
 # the word a typed abbreviation of the current HCPCS release's short descriptions stands for ("inj": injection)
 ABBREVIATION = "abbreviation"
+SYNONYM = "synonym"
+SPELLING = "spelling"
 # A corrected word is less certain than one the user typed.
 # The origins of the words as typed: the lookups search another wording of a concept once it has one.
 AS_TYPED = (TYPED, COMPOUND, ABBREVIATION)

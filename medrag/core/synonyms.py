@@ -134,6 +134,18 @@ AS $$
     WHERE k.key <> ''
 $$;
 
+-- A term's keys (its padded keys, trimmed) when two or more of its words have one, else NULL: a one-word term
+-- matches only as written, as its stem may be another word's ("aids", "aid"). The finder and the search key their
+-- terms by it.
+CREATE OR REPLACE FUNCTION medrag_synonym_phrase_key(term text)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN (SELECT count(*) FROM unnest(string_to_array(term, ' ')) AS w
+                      WHERE medrag_synonym_word_key(w) <> '') >= 2
+                THEN btrim(medrag_synonym_padded_keys(string_to_array(term, ' '))) END
+$$;
+
 -- The search's synonym terms of two or more keyed words by their keys (term -> key), built while this script runs,
 -- its only writer, and kept as a constant as the finder's synonyms are (medrag.codes.synonyms): a query holds such a
 -- term when its padded keys hold the term's.
@@ -145,11 +157,9 @@ RETURNS jsonb
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $body$ SELECT %L::jsonb $body$
 $function$, (
-        SELECT coalesce(jsonb_object_agg(t.term, btrim(t.keys)), '{{}}')
-        FROM (SELECT DISTINCT s.term, medrag_synonym_padded_keys(string_to_array(s.term, ' ')) AS keys
-              FROM medrag_search_synonym s) t
-        WHERE (SELECT count(*) FROM unnest(string_to_array(t.term, ' ')) AS w
-               WHERE medrag_synonym_word_key(w) <> '') >= 2));
+        SELECT coalesce(jsonb_object_agg(t.term, t.key), '{{}}')
+        FROM (SELECT DISTINCT s.term, medrag_synonym_phrase_key(s.term) AS key FROM medrag_search_synonym s) t
+        WHERE t.key IS NOT NULL));
 END
 $build$;
 """

@@ -85,8 +85,7 @@ _INSERT = text("INSERT INTO hcpcs_abbreviation (release_id, abbreviation, word, 
 
 def write_abbreviations(conn: Connection, release_id: int, min_support: int) -> int:
     """Mine a loaded HCPCS release's abbreviations from its hcpcs_code rows into hcpcs_abbreviation; how many."""
-    pairs = conn.execute(_RELEASE_DESCRIPTIONS, {"r": release_id}).all()
-    mined = mine_abbreviations(((short, long) for short, long in pairs), min_support)
+    mined = mine_abbreviations(conn.execute(_RELEASE_DESCRIPTIONS, {"r": release_id}).tuples(), min_support)
     conn.execute(text("DELETE FROM hcpcs_abbreviation WHERE release_id = :r"), {"r": release_id})
     if mined:
         conn.execute(_INSERT, [{"release_id": release_id, **vars(item)} for item in mined])
