@@ -87,6 +87,22 @@ BEGIN
     FROM unnest(searched) AS s(system)
     CROSS JOIN LATERAL (SELECT r AS value FROM medrag_code_ranked(pool, cfg, s.system) r
                         LIMIT top) c;
+    IF jsonb_array_length(chosen) = 0
+       AND medrag_words_of(state ->> 'term_text') <@ ARRAY(SELECT jsonb_array_elements_text(state -> 'known')) THEN
+        -- no code holds enough of the term: its best partial matches, said to be guesses, rather than nothing; not
+        -- for a term with a word nobody knows ("xyzzy plugh"), which may be what the term is about
+        SELECT coalesce(jsonb_agg(c.value || jsonb_build_object('tier', cfg ->> 'guess_tier')
+                                  ORDER BY (c.value ->> 'coverage')::float8 DESC, (c.value ->> 'guess')::float8 DESC,
+                                           s.n, c.n), '[]')
+        INTO chosen
+        FROM unnest(searched) WITH ORDINALITY AS s(system, n)
+        CROSS JOIN LATERAL (SELECT g.value, g.n FROM medrag_code_guesses(pool, s.system) WITH ORDINALITY AS g(value, n)
+                            ORDER BY g.n LIMIT top) c;
+        IF jsonb_array_length(chosen) > 0 THEN
+            trace := trace || format('no code holds enough of the term: %s guesses, those holding the most of it first',
+                                     jsonb_array_length(chosen));
+        END IF;
+    END IF;
     -- what the chosen codes show: description, parent, 7th-character forms
     SELECT coalesce(jsonb_agg(c.value || jsonb_build_object('detail', c.value -> 'detail'
                                                                       || (to_jsonb(d) - 'system' - 'code' - 'lexemes'))

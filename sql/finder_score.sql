@@ -18,15 +18,18 @@
 --   (as good as it gets). Without vectors the other weights are scaled up to sum to one.
 -- A code needs evidence: at least min_coverage of the term in its wording, or (without that) a strong similarity,
 -- and then its score is capped; a code the term contradicts (it names what the term says is not so, or another
--- side) scores 0, and a code written in the term 1.
+-- side) scores 0, and a code written in the term 1. A code without that evidence still has a guess: the score it would
+-- have had, when its wording holds some of the term and the term does not contradict it; the choice lists the best
+-- guesses only when no code of any system searched has evidence (medrag_code_choice).
 
 -- Stage 4, score: each candidate's features (medrag_code_features) weighed into one score (see the head of this
 -- file), times the system's routing prior; a code written in the term scores 1, one the term contradicts 0; and how
 -- far each is behind the system's best. Rounded as Python rounds (medrag_round3).
+DROP FUNCTION IF EXISTS medrag_score_codes(integer, text[], jsonb, jsonb);
 CREATE OR REPLACE FUNCTION medrag_score_codes(code_release integer, kinds text[], candidates jsonb, term jsonb)
 RETURNS TABLE (code text, lexical double precision, coverage double precision, best_term text,
                rank double precision, specificity double precision, semantic double precision,
-               score double precision, behind double precision, is_default boolean)
+               score double precision, behind double precision, is_default boolean, guess double precision)
 LANGUAGE sql STABLE
 -- planned once per session: every call's statement is the same and only its values differ
 SET plan_cache_mode = force_generic_plan
@@ -38,7 +41,9 @@ AS $$
         SELECT f.*,
                CASE WHEN f.exact THEN 1.0
                     WHEN f.contradicted THEN 0.0
-                    ELSE medrag_round3(capped.value) END AS score
+                    ELSE medrag_round3(capped.value) END AS score,
+               CASE WHEN f.exact OR f.contradicted OR f.coverage = 0 THEN 0.0
+                    ELSE medrag_round3(least(1.0, total.value) * q.prior) END AS guess
         FROM ranked_feature f, cfg, q,
              LATERAL (SELECT CASE WHEN f.has_semantic
                                   THEN base.value + cfg.semantic_weight * coalesce(f.semantic, 0.0)
@@ -55,7 +60,7 @@ AS $$
     ),
     best_score AS (SELECT max(score) AS value FROM scored)
     SELECT s.code, s.lexical, s.coverage, s.best_term, s.rank, s.specificity, s.semantic, s.score,
-           medrag_round3(behind.value), s.is_default
+           medrag_round3(behind.value), s.is_default, s.guess
     FROM scored s, best_score, LATERAL (SELECT best_score.value - s.score AS value OFFSET 0) behind
 $$;
 
@@ -120,6 +125,7 @@ AS $$
                coalesce((c.features ->> 'behind')::float8, 0) AS behind,
                coalesce((c.features ->> 'lexical')::float8, 0) AS lexical,
                coalesce((c.features ->> 'coverage')::float8, 0) AS coverage,
+               coalesce((c.features ->> 'guess')::float8, 0) AS guess,
                coalesce((c.features ->> 'is_default')::boolean, false) AS is_default,
                c.system = 'ICD-10-CM' AND NOT coalesce((c.detail ->> 'billable')::boolean, false)
                    AND (c.detail ->> 'has_children')::boolean AS is_header,
@@ -150,6 +156,25 @@ AS $$
                            WHERE q.c ->> 'code' <> p.c ->> 'code'
                              AND left(q.c ->> 'code', length(p.c ->> 'code')) = p.c ->> 'code'))
     ORDER BY (p.c ->> 'score')::float8 DESC, NOT (p.c ->> 'is_default')::boolean, p.c ->> 'code' COLLATE "C"
+$$;
+
+-- When no system lists a code: a system's best guesses (medrag_score_codes), the candidates holding most of the term
+-- first, a header left out when a code under it is a guess too.
+CREATE OR REPLACE FUNCTION medrag_code_guesses(pool jsonb, code_system text)
+RETURNS SETOF jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    WITH guessed AS (
+        SELECT p.value AS c FROM jsonb_array_elements(pool) p
+        WHERE p.value ->> 'system' = code_system AND (p.value ->> 'guess')::float8 > 0
+    )
+    SELECT g.c FROM guessed g
+    WHERE NOT ((g.c ->> 'is_header')::boolean
+               AND EXISTS (SELECT 1 FROM guessed h
+                           WHERE h.c ->> 'code' <> g.c ->> 'code'
+                             AND left(h.c ->> 'code', length(g.c ->> 'code')) = g.c ->> 'code'))
+    ORDER BY (g.c ->> 'coverage')::float8 DESC, (g.c ->> 'guess')::float8 DESC, NOT (g.c ->> 'is_default')::boolean,
+             g.c ->> 'code' COLLATE "C"
 $$;
 
 -- Stage 4 over the state: every candidate of the pool scored (its features, stage 3, weighed by medrag_score_codes,

@@ -292,12 +292,28 @@ def test_gibberish_finds_no_codes(finder, cli) -> None:
     search = finder.find("asdfghjkl")
     assert search.results == []
     assert search.summary.startswith("No matching codes found")
-    # "plugh" is one letter from "plug", but half a term is not enough to offer a code.
+    # "plugh" is one letter from "plug", but half a term is not enough to offer a code, nor a guess: a word nobody
+    # knows may be what the term is about
     assert finder.find("xyzzy plugh").results == []
     code, out, _ = cli("codes", "asdfghjkl", "--json")
     assert code == 0
     printed = json.loads(out)
     assert printed["results"] == [] and printed["summary"].startswith("No matching codes found")
+
+
+def test_a_term_no_code_holds_enough_of_lists_its_best_partial_matches_as_guesses(finder, cli) -> None:
+    """"passing too much gas": the Index's "Gas" (R14.3) holds one of its three concepts, below the share a code needs;
+    rather than nothing, the codes holding the most of the term are listed as guesses, confidence 0."""
+    search = finder.find("passing too much gas", systems=[ICD10CM])
+    assert search.results and {result.tier for result in search.results} == {"guess"}
+    assert {result.confidence for result in search.results} == {0.0}
+    assert "R14.3" in codes_of(search)[:5]
+    assert search.summary.startswith('No code holds enough of "passing too much gas"')
+    assert any(step.startswith("no code holds enough of the term:") for step in search.trace)
+    # a term with evidence lists no guess
+    assert "guess" not in {result.tier for result in finder.find("flatulence").results}
+    code, out, _ = cli("codes", "passing too much gas", "--system", "ICD-10-CM", "--json")
+    assert code == 0 and json.loads(out)["results"][0]["tier"] == "guess"
 
 
 def test_literal_hcpcs_code_comes_first_with_its_lcd(finder) -> None:

@@ -89,6 +89,18 @@ def test_the_features_describe_each_candidate_and_the_score_weighs_them_by_the_r
         assert scores[code].score == pytest.approx(min(1.0, total), abs=0.0005), code
         checked += 1
     assert checked > 3
+    # the guess is the score without the evidence a code needs: the same weights, for every code holding some of the
+    # term that the term does not contradict
+    guessed = 0
+    for code, row in features.items():
+        if row.exact or row.contradicted or row.coverage == 0:
+            assert scores[code].guess == 0.0, code
+            continue
+        total = (weights["lexical"] * row.lexical + weights["rank"] * row.rank
+                 + weights["specificity"] * row.specificity) / (1.0 - weights["semantic"])
+        assert scores[code].guess == pytest.approx(min(1.0, total), abs=0.0005), code
+        guessed += 1
+    assert guessed >= checked
     assert max(scores.values(), key=lambda row: row.score).code == "E11.9"
 
 

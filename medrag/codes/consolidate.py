@@ -17,6 +17,8 @@ from medrag.core import tuning
 from medrag.sources.hcpcs.categories import hcpcs_category_ranges
 
 HIGH, MEDIUM, POSSIBLE = "high", "medium", "possible"
+# What a listed code is when no code holds enough of the term (its confidence 0): one of its best partial matches.
+GUESS = "guess"
 # The numbers (tiers, the score a code needs, the weights, the similarities, the calibration) live in one registry,
 # medrag/core/tuning.py; Python reads the few it needs from there.
 TIERS = tuple((floor, tier) for tier, floor in tuning.bundle("tiers").items())

@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 
 from medrag.codes.classify import HCPCS, ICD10CM, SYSTEMS
-from medrag.codes.consolidate import HIGH, MEDIUM, POSSIBLE
+from medrag.codes.consolidate import GUESS, HIGH, MEDIUM, POSSIBLE
 from medrag.codes.finder import CodeFinder
 from medrag.core.errors import MedragError
 from medrag.retrieval.training import TrainingPair
 
-_TIER_ORDER = (HIGH, MEDIUM, POSSIBLE)
+_TIER_ORDER = (HIGH, MEDIUM, POSSIBLE, GUESS)
 # The code system each kind of release pair names (an NCD keyword names a document, not a code).
 PAIR_SYSTEMS = {"index": ICD10CM, "inclusion": ICD10CM, "hcpcs_short": HCPCS, "negation": ICD10CM, "drug": ICD10CM,
                 "reference": ICD10CM, "side": ICD10CM}

@@ -26,6 +26,7 @@ from sqlalchemy.exc import DBAPIError
 from medrag.codes import plan
 from medrag.codes.classify import HCPCS, ICD10CM, SYSTEMS
 from medrag.codes.clinical_tables import search_clinical_tables
+from medrag.codes.consolidate import GUESS
 from medrag.codes.plan import CodeRelease
 from medrag.codes.results import CodeMatch, CodeSearch, Related, ScoredCode, summarize
 from medrag.codes.terms import AS_TYPED
@@ -51,6 +52,7 @@ def finder_names_sql() -> str:
         "systems": list(SYSTEMS), "sources": plan.DOCUMENT_SOURCE, "aliases": SYSTEM_ALIASES,
         "kinds": {ICD10CM: ["diagnosis"], HCPCS: ["procedure"]}, "modifier_kinds": ["procedure", "modifier"],
         "all_kinds": {system: list(kinds) for system, kinds in ALL_KINDS.items()}, "as_typed": list(AS_TYPED),
+        "guess_tier": GUESS,
     }
     literal = json.dumps(names, sort_keys=True).replace("'", "''")
     return f"""

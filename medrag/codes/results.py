@@ -7,6 +7,7 @@ from typing import Any
 
 from medrag.codes.classify import HCPCS, ICD10CM
 from medrag.codes.clinical_tables import ExternalCode
+from medrag.codes.consolidate import GUESS
 
 NO_CODES = "No matching codes found"
 
@@ -101,6 +102,10 @@ def summarize(query: str, systems: list[str], results: list[CodeMatch]) -> str:
     """One paragraph: how many codes per system and the best of each, or that nothing matched."""
     if not results:
         return f'{NO_CODES} for "{query}" in {" or ".join(systems)}.'
+    if all(result.tier == GUESS for result in results):
+        best = results[0]
+        return (f'No code holds enough of "{query}" to be more than a guess: {len(results)} guesses (confidence 0), '
+                f"those holding the most of the term first. Best guess: {best.system} {best.code} {best.display}.")
     counts = []
     for system in (ICD10CM, HCPCS):
         count = sum(1 for result in results if result.system == system)

@@ -149,7 +149,8 @@ class CodeResult(Strict):
     code: str
     display: str
     confidence: float
-    tier: str = Field(description="high, medium or possible: how far to trust the confidence.")
+    tier: str = Field(description="high, medium or possible: how far to trust the confidence; guess when no code "
+                      "holds enough of the term (confidence 0).")
     billable: bool | None
     related: list[RelatedDocument]
 
