@@ -297,6 +297,10 @@ AS $$
                CASE WHEN q.system = 'ICD-10-CM' THEN
                         CASE WHEN NOT coalesce(c.billable, false)
                                   AND coalesce(jsonb_array_length(c.seventh), 0) = 0 THEN cfg.specificity_header
+                             -- a term that says "other" asks for the Tabular's "Other ..." code, not the default
+                             -- its siblings fall back on ("other scleritis, left eye": H15.092, not H15.002)
+                             WHEN q.asks_other THEN CASE WHEN c.description_says_other THEN 1.0::float8
+                                                         ELSE cfg.specificity_other_diagnosis END
                              WHEN c.is_default OR l.nos_default THEN 1.0::float8
                              WHEN c.says_without THEN cfg.specificity_without
                              ELSE cfg.specificity_other_diagnosis END

@@ -102,6 +102,20 @@ def test_an_inherited_nos_term_makes_the_default_child_win(score) -> None:
     assert found["E11.9"].specificity == 1.0 and found["E11.9"].is_default
 
 
+def test_a_term_that_says_other_asks_for_the_other_code_not_the_default(score) -> None:
+    """H15.0- scleritis: "Unspecified scleritis, left eye" (H15.002) is the default, unless the term says "other",
+    which the Tabular's "Other scleritis, left eye" (H15.092) is."""
+    candidates = [_candidate("H15.002"), _candidate("H15.092", 2)]
+    plain = score(_query(("scleritis", {"scleriti"}), ("left eye", {"left", "eye"})), candidates)
+    assert plain["H15.002"].specificity == 1.0 and plain["H15.092"].specificity < 1.0
+    assert plain["H15.002"].score > plain["H15.092"].score
+    other = {"text": "other scleritis left eye", "concepts": _query(("scleritis", {"scleriti"}),
+                                                                   ("left eye", {"left", "eye"}))["concepts"]}
+    asked = score(other, candidates)
+    assert asked["H15.092"].specificity == 1.0 and asked["H15.002"].specificity < 1.0
+    assert asked["H15.092"].score > asked["H15.002"].score
+
+
 def test_spelling_corrections_count_a_little_less(score) -> None:
     query = {"text": "tuberculosus", "concepts": [_concept("tuberculosus", [
         ("tuberculosus", {"tuberculosus"}, TYPED), ("tuberculosis", {"tuberculosi"}, SPELLING)])]}
