@@ -698,7 +698,8 @@ $$;
 -- Hybrid search (medrag_search_documents above) whose code documents are the code finder's: the search
 -- decides how many codes a list holds and where they stand against determinations and manuals, medrag_find_codes
 -- which codes fill those slots and in what order, so a search lists codes as `medrag codes` ranks them. A code the
--- query names (the exact leg) keeps its place; a slot the finder cannot fill keeps the search's own code. A code
+-- query names (the exact leg) keeps its place; a slot the finder cannot fill (it found fewer codes, or only guesses)
+-- keeps the search's own code. A code
 -- slot's score is then the finder's confidence and its matched says +codes (codes alone for a code the search did
 -- not find). No code slot, a filter that admits no code (a manual or chapter, other sources), no code release (or
 -- none with the label asked for) or a query longer than a code term may be: the search's own order.
@@ -759,6 +760,8 @@ BEGIN
                cfg -> 'sources' ->> (r.value ->> 'system') AS source, r.value ->> 'code' AS key,
                (r.value ->> 'confidence')::float8 AS confidence, r.n
         FROM jsonb_array_elements(found -> 'results') WITH ORDINALITY AS r(value, n)
+        -- a guess (no code held enough of the query) is no better than the search's own code for the slot
+        WHERE r.value ->> 'tier' IS DISTINCT FROM cfg ->> 'guess_tier'
         ORDER BY 1, 2, r.n
     ),
     wanted AS (

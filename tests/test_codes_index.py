@@ -157,6 +157,23 @@ def test_a_without_clause_ends_where_the_wording_goes_on_with_of_or_with(indexed
     assert codes_of(finder.find("right forearm laceration"), ICD10CM)[0] == "S51.811A"
 
 
+def test_a_wording_that_says_with_or_without_says_nothing_is_absent(indexed_engine, finder) -> None:
+    """S05.41 "Penetrating wound of orbit with or without foreign body, right eye" holds a foreign body: a term that
+    says "with foreign body" is that code, not one the code contradicts (revision 0042)."""
+    with indexed_engine.connect() as conn:
+        absent = [conn.execute(text("SELECT medrag_without_lexemes(:w)"), {"w": wording}).scalar_one()
+                  for wording in ("Penetrating wound of orbit with or without foreign body, right eye",
+                                  "Crutch substitute, lower leg platform, with/without wheels, each",
+                                  "Peptic ulcer with or without hemorrhage, without perforation")]
+        stored = conn.execute(text(
+            "SELECT t.negated FROM medrag_code_term t JOIN release r ON r.id = t.release_id AND r.is_current "
+            "WHERE r.source = 'icd10cm' AND t.code = 'S05.41' AND t.n = 0")).scalar_one()
+    assert absent == [[], [], ["perfor"]]
+    assert stored is None
+    search = finder.find("penetrating wound of orbit with foreign body, right eye, first visit")
+    assert codes_of(search, ICD10CM)[0] == "S05.41XA", search.trace
+
+
 def test_each_icd10cm_release_keeps_the_negations_its_wording_states(indexed_engine) -> None:
     """N64.3 "Galactorrhea not associated with childbirth" in every release's Tabular, the Index level "Immunization >
     not done" in FY2025's Index: written by the load (medrag_write_stated_negations), read by a term's "not ..."."""

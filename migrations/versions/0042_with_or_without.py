@@ -1,0 +1,73 @@
+"""A Tabular wording that says "with or without" something says nothing is absent, re-applied to every code release.
+
+"Penetrating wound of orbit with or without foreign body, right eye" (S05.41) holds both; medrag_without_lexemes read
+its "without foreign body" as a clause saying the foreign body is absent, so the code did not cover a term's
+"foreign body" and a term that said "with foreign body" contradicted it. 50 wordings of FY2026 say "with or
+without" (exocervicitis "with or without erosion or ectropion", open wounds "with or without involvement of lacrimal
+passages"). The Index's entries are read by the same function when the finder runs, so they follow without a
+rewrite.
+
+Revision ID: 0042
+Revises: 0041
+"""
+
+import importlib.util
+from pathlib import Path
+
+from alembic import op
+
+revision = "0042"
+down_revision = "0041"
+branch_labels = None
+depends_on = None
+
+
+def _revision_0036():
+    """0036, whose medrag_without_lexemes the downgrade puts back as it was."""
+    spec = importlib.util.spec_from_file_location("revision_0036",
+                                                  Path(__file__).with_name("0036_side_defaults_and_without_clauses.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _without_lexemes(wording: str) -> str:
+    """medrag_without_lexemes over `wording` (a SQL expression): the lexemes only its "without" clauses name."""
+    return rf"""
+CREATE OR REPLACE FUNCTION medrag_without_lexemes(wording text)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN said.wording ~* 'without' THEN (
+        WITH clause AS (
+            -- each clause cut where "with" or "of" goes on: said is what the wording says is absent
+            SELECT cut.said, substr(m[1], length(cut.said) + 1) AS rest
+            FROM regexp_matches(said.wording, '\mwithout\s+([^,]*)', 'gi') AS m,
+                 LATERAL (SELECT regexp_replace(m[1], '\s+(with|of)\M.*$', '', 'i') AS said) cut)
+        SELECT coalesce(array_agg(DISTINCT lexeme), '{{}}')
+        FROM clause, unnest(medrag_lexemes(clause.said)) AS lexeme
+        WHERE lexeme <> ALL (medrag_lexemes(regexp_replace(said.wording, '\mwithout\s+[^,]*', ' ', 'gi') || ' '
+                                            || coalesce((SELECT string_agg(rest, ' ') FROM clause), ''))))
+    ELSE '{{}}' END
+    FROM (SELECT {wording} AS wording) said
+$$
+"""
+
+
+# "with or without X" (and "with/without X") says X may be there: read as "with X"
+WITHOUT = _without_lexemes(r"regexp_replace(wording, '\mwith\s*(or|/)\s*without\M', 'with', 'gi')")
+OLD_WITHOUT = _revision_0036().WITHOUT
+REWRITE_NEGATED = ("UPDATE medrag_code_term t SET negated = nullif(medrag_without_lexemes(t.text), '{}') "
+                   "FROM medrag_code_detail d WHERE d.release_id = t.release_id AND d.code = t.code "
+                   r"AND d.kind = 'diagnosis' AND t.text ~* 'with\s*(or|/)\s*without'")
+
+
+def upgrade() -> None:
+    op.execute(WITHOUT)
+    op.execute(REWRITE_NEGATED)
+    op.execute("ANALYZE medrag_code_term")
+
+
+def downgrade() -> None:
+    op.execute(OLD_WITHOUT)
+    op.execute(REWRITE_NEGATED)
