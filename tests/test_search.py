@@ -612,6 +612,21 @@ def test_search_lists_codes_in_the_code_finders_order(indexed_engine, embedder) 
     assert (chunk.document_id, chunk.title) == (first.document_id, first.title)
 
 
+def test_code_slots_keep_the_searchs_own_codes_where_the_finder_only_guesses(indexed_engine, embedder) -> None:
+    """"passing too much gas": no code holds enough of it, so the finder lists guesses; the search's slots keep its
+    own codes, in its order."""
+    from medrag.codes.finder import CodeFinder
+
+    query = "passing too much gas"
+    with CodeFinder(indexed_engine, embedder=embedder) as finder:
+        found = finder.find(query, top=8)
+    assert found.results and {match.tier for match in found.results} == {"guess"}
+    ranked = search(indexed_engine, query, k=8, embedder=embedder)
+    own = documents_search(indexed_engine, query, 8, embedder)
+    assert code_slots(ranked) and keys(ranked) == own
+    assert {hit.ranked_by for hit in ranked.hits} == {"search"}
+
+
 def test_code_slots_keep_the_code_the_query_names(indexed_engine, embedder) -> None:
     query = "E0601 supplies for a cpap machine"
     ranked = search(indexed_engine, query, k=8, embedder=embedder)
