@@ -31,31 +31,28 @@ def _revision_0036():
     return module
 
 
-def _without_lexemes(wording: str) -> str:
-    """medrag_without_lexemes over `wording` (a SQL expression): the lexemes only its "without" clauses name."""
-    return rf"""
+WITHOUT = r"""
 CREATE OR REPLACE FUNCTION medrag_without_lexemes(wording text)
 RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT CASE WHEN said.wording ~* 'without' THEN (
-        WITH clause AS (
+    SELECT CASE WHEN wording ~* 'without' THEN (
+        WITH read AS (
+            -- "with or without X" (and "with/without X") says X may be there: read as "with X"
+            SELECT regexp_replace(wording, '\mwith\s*(or|/)\s*without\M', 'with', 'gi') AS wording
+        ),
+        clause AS (
             -- each clause cut where "with" or "of" goes on: said is what the wording says is absent
             SELECT cut.said, substr(m[1], length(cut.said) + 1) AS rest
-            FROM regexp_matches(said.wording, '\mwithout\s+([^,]*)', 'gi') AS m,
+            FROM read, regexp_matches(read.wording, '\mwithout\s+([^,]*)', 'gi') AS m,
                  LATERAL (SELECT regexp_replace(m[1], '\s+(with|of)\M.*$', '', 'i') AS said) cut)
-        SELECT coalesce(array_agg(DISTINCT lexeme), '{{}}')
+        SELECT coalesce(array_agg(DISTINCT lexeme), '{}')
         FROM clause, unnest(medrag_lexemes(clause.said)) AS lexeme
-        WHERE lexeme <> ALL (medrag_lexemes(regexp_replace(said.wording, '\mwithout\s+[^,]*', ' ', 'gi') || ' '
-                                            || coalesce((SELECT string_agg(rest, ' ') FROM clause), ''))))
-    ELSE '{{}}' END
-    FROM (SELECT {wording} AS wording) said
+        WHERE lexeme <> ALL (medrag_lexemes(regexp_replace((SELECT wording FROM read), '\mwithout\s+[^,]*', ' ', 'gi')
+                                            || ' ' || coalesce((SELECT string_agg(rest, ' ') FROM clause), ''))))
+    ELSE '{}' END
 $$
 """
-
-
-# "with or without X" (and "with/without X") says X may be there: read as "with X"
-WITHOUT = _without_lexemes(r"regexp_replace(wording, '\mwith\s*(or|/)\s*without\M', 'with', 'gi')")
 OLD_WITHOUT = _revision_0036().WITHOUT
 REWRITE_NEGATED = ("UPDATE medrag_code_term t SET negated = nullif(medrag_without_lexemes(t.text), '{}') "
                    "FROM medrag_code_detail d WHERE d.release_id = t.release_id AND d.code = t.code "
