@@ -48,8 +48,8 @@ _FUNCTION = re.compile(r"^CREATE OR REPLACE FUNCTION (\w+)\(.*?^\$\$;$", re.S | 
 def functions(script: str) -> dict[str, str]:
     """Each function definition of a SQL script by name (a name defined twice keeps its last definition).
 
-    A function a DO block creates (a constant such as medrag_code_synonyms(), built while the script runs) is only a
-    template here: it is left out, and both versions read the installed one."""
+    A function a DO block creates (a constant such as medrag_code_synonyms(), built while the script runs:
+    medrag.core.constants_sql) is only a template here: it is left out, and both versions read the installed one."""
     found = {}
     for match in _FUNCTION.finditer(script):
         if "$function$" in match.group(0):

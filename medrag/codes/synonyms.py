@@ -5,8 +5,27 @@ medrag.core.synonyms), and the term matching the term's analysis runs over it, r
 from __future__ import annotations
 
 from medrag.codes.classify import sql_regex, sql_text_array
+from medrag.core.constants_sql import constant_function
 from medrag.core.synonyms import NEGATING_STOP_WORDS
 from medrag.core.words import TERM
+
+# What the finder's constants below hold (medrag.core.constants_sql; synonyms_sql says what each is).
+_SYNONYMS = """(
+        SELECT coalesce(jsonb_object_agg(f.term, jsonb_build_object('expansions', f.expansions, 'kind', f.kind,
+                                                                   'systems', f.systems)), '{}')
+        FROM (SELECT term, jsonb_agg(expansion ORDER BY position) AS expansions,
+                     (array_agg(kind ORDER BY position))[1] AS kind,
+                     jsonb_agg(to_jsonb(systems) ORDER BY position) -> 0 AS systems
+              FROM medrag_finder_synonym GROUP BY term) f)"""
+_LONGEST = "(SELECT coalesce(max(cardinality(string_to_array(term, ' '))), 0) FROM medrag_finder_synonym)"
+_KEYS = """(
+        SELECT coalesce(jsonb_object_agg(k.key, k.term), '{}')
+        FROM (SELECT DISTINCT ON (key) key, term
+              FROM (SELECT f.term, min(f.position) AS position, medrag_synonym_phrase_key(f.term) AS key
+                    FROM medrag_finder_synonym f
+                    GROUP BY f.term) t
+              WHERE t.key IS NOT NULL
+              ORDER BY key, position) k)"""
 
 
 def synonyms_sql() -> str:
@@ -30,39 +49,11 @@ WHERE s.documents = ''
 -- table is computed again whenever a statement is planned (3 ms more a classification, measured).
 DO $build$
 BEGIN
-    EXECUTE format($function$
-CREATE OR REPLACE FUNCTION medrag_code_synonyms()
-RETURNS jsonb
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $body$ SELECT %L::jsonb $body$
-$function$, (
-        SELECT coalesce(jsonb_object_agg(f.term, jsonb_build_object('expansions', f.expansions, 'kind', f.kind,
-                                                                   'systems', f.systems)), '{{}}')
-        FROM (SELECT term, jsonb_agg(expansion ORDER BY position) AS expansions,
-                     (array_agg(kind ORDER BY position))[1] AS kind,
-                     jsonb_agg(to_jsonb(systems) ORDER BY position) -> 0 AS systems
-              FROM medrag_finder_synonym GROUP BY term) f));
-    EXECUTE format($function$
-CREATE OR REPLACE FUNCTION medrag_code_synonym_longest()
-RETURNS integer
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $body$ SELECT %s $body$
-$function$, (SELECT coalesce(max(cardinality(string_to_array(term, ' '))), 0) FROM medrag_finder_synonym));
+{constant_function("medrag_code_synonyms", "jsonb", _SYNONYMS)}
+{constant_function("medrag_code_synonym_longest", "integer", _LONGEST)}
     -- the phrases of two or more keyed words by their keys (medrag_synonym_phrase_key; the first in the table's order
     -- where two share them)
-    EXECUTE format($function$
-CREATE OR REPLACE FUNCTION medrag_code_synonym_keys()
-RETURNS jsonb
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $body$ SELECT %L::jsonb $body$
-$function$, (
-        SELECT coalesce(jsonb_object_agg(k.key, k.term), '{{}}')
-        FROM (SELECT DISTINCT ON (key) key, term
-              FROM (SELECT f.term, min(f.position) AS position, medrag_synonym_phrase_key(f.term) AS key
-                    FROM medrag_finder_synonym f
-                    GROUP BY f.term) t
-              WHERE t.key IS NOT NULL
-              ORDER BY key, position) k));
+{constant_function("medrag_code_synonym_keys", "jsonb", _KEYS)}
 END
 $build$;
 

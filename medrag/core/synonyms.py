@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
+from medrag.core.constants_sql import constant_function
 from medrag.core.data import DataFileError, data_text
 from medrag.core.words import TERM
 
@@ -96,6 +97,14 @@ def _sql_text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+# The search's synonym terms of two or more keyed words by their keys (term -> key), kept as a constant
+# (medrag.core.constants_sql).
+_SEARCH_KEYS = """(
+        SELECT coalesce(jsonb_object_agg(t.term, t.key), '{}')
+        FROM (SELECT DISTINCT s.term, medrag_synonym_phrase_key(s.term) AS key FROM medrag_search_synonym s) t
+        WHERE t.key IS NOT NULL)"""
+
+
 def synonym_rows_sql() -> str:
     """The statements that make medrag_synonym hold every row of the table, in file order (for generated.sql)."""
     values = ",\n    ".join(
@@ -151,15 +160,7 @@ $$;
 -- term when its padded keys hold the term's.
 DO $build$
 BEGIN
-    EXECUTE format($function$
-CREATE OR REPLACE FUNCTION medrag_search_synonym_keys()
-RETURNS jsonb
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $body$ SELECT %L::jsonb $body$
-$function$, (
-        SELECT coalesce(jsonb_object_agg(t.term, t.key), '{{}}')
-        FROM (SELECT DISTINCT s.term, medrag_synonym_phrase_key(s.term) AS key FROM medrag_search_synonym s) t
-        WHERE t.key IS NOT NULL));
+{constant_function("medrag_search_synonym_keys", "jsonb", _SEARCH_KEYS)}
 END
 $build$;
 """
