@@ -204,6 +204,7 @@ AS $$
     ),
     strong AS (
         SELECT e.index_name, e.entry_id, e.path, e.nemod, e.column_name, e.code, e.core_lexemes, e.search_vector,
+               e.subterm_lexemes,
                (SELECT count(*) FROM unnest(t.queries) AS q(query) WHERE e.search_vector @@ q.query)::int AS shared,
                e.core_shared / greatest(cardinality(e.core_lexemes), 1) AS precision, e.index_title
         FROM entry e, term_query t
@@ -216,6 +217,7 @@ AS $$
         -- holds it (a GIN index on core_lexemes finds them) before all others, which are read only when those are
         -- too few
         SELECT e.index_name, e.entry_id, e.path, e.nemod, e.column_name, e.code, e.core_lexemes, e.search_vector,
+               e.subterm_lexemes,
                1 AS shared, 1.0::float8 / greatest(cardinality(e.core_lexemes), 1) AS precision, e.index_title
         FROM entry e, term_query t
         -- a core lexeme is a word of the searched text too (sources/icd10cm/index.py): no full-text test needed
@@ -227,6 +229,7 @@ AS $$
     ),
     weakest AS (
         SELECT e.index_name, e.entry_id, e.path, e.nemod, e.column_name, e.code, e.core_lexemes, e.search_vector,
+               e.subterm_lexemes,
                CASE WHEN t.pairs IS NULL
                     THEN (SELECT count(*) FROM unnest(t.queries) AS q(query) WHERE e.search_vector @@ q.query)::int
                     ELSE 1 END AS shared,
@@ -248,7 +251,10 @@ AS $$
     ),
     entry_code AS (
         SELECT c.code, m.shared, m.precision, cardinality(m.path) AS levels, m.entry_id, m.path, m.nemod,
-               m.column_name, m.core_lexemes, m.search_vector, m.index_title, m.code AS entry_code
+               m.column_name, m.core_lexemes, m.search_vector, m.index_title, m.code AS entry_code,
+               -- the term's words a Neoplasm Table cell shares only through a subterm's reference to its column
+               (SELECT count(*) FROM unnest(m.subterm_lexemes) AS x(lexeme)
+                WHERE x.lexeme = ANY (term_lexemes) AND x.lexeme <> ALL (m.core_lexemes))::int AS through_subterm
         FROM matched m
         JOIN icd10cm_code c ON c.release_id = code_release AND c.code = rtrim(m.code, '.-')
     ),
@@ -256,10 +262,12 @@ AS $$
         SELECT DISTINCT ON (code) *, shared + precision AS score
         FROM entry_code
         -- among a code's entries that match alike, the one with the fewest levels (then the first listed) is shown
-        ORDER BY code, shared DESC, precision DESC, levels, entry_id
+        ORDER BY code, shared DESC, precision DESC, through_subterm, levels, entry_id
     ),
     best AS (
-        SELECT *, (row_number() OVER (ORDER BY score DESC, code))::int AS leg_rank
+        -- among cells that match alike, the one a main term's reference names first ("argentaffinoma of antrum":
+        -- Uncertain Behavior, as "Argentaffinoma" says, before the Malignant Primary of "Argentaffinoma > malignant")
+        SELECT *, (row_number() OVER (ORDER BY score DESC, through_subterm, code))::int AS leg_rank
         FROM coded
         ORDER BY leg_rank
         LIMIT n

@@ -569,8 +569,9 @@ def test_eval_pairs_measures_the_finder_on_the_releases_pairs_by_kind(cli, index
     code, out, _ = cli("eval", "pairs", "--per-kind", "12", "--seed", "3", "--json")
     assert code == 0
     report = json.loads(out)
-    assert report["terms"] == 84
-    assert set(report["by_kind"]) == {"index", "inclusion", "hcpcs_short", "negation", "drug", "reference", "side"}
+    assert report["terms"] == 96
+    assert set(report["by_kind"]) == {"index", "inclusion", "hcpcs_short", "negation", "drug", "reference", "side",
+                                      "neoplasm"}
     assert all(figures["terms"] == 12 for figures in report["by_kind"].values())
     assert 0.5 <= report["top1"] <= report["top5"] <= 1.0
     again = json.loads(cli("eval", "pairs", "--per-kind", "12", "--seed", "3", "--json")[1])
@@ -579,7 +580,7 @@ def test_eval_pairs_measures_the_finder_on_the_releases_pairs_by_kind(cli, index
     assert other["sha256"] != report["sha256"] and set(other["by_kind"]) == {"index"}
     code, _, err = cli("eval", "pairs", "--kind", "ncd_keyword")
     assert code == 2
-    assert "'ncd_keyword' is not one of index, inclusion, hcpcs_short, negation, drug, reference, side" in err
+    assert "'ncd_keyword' is not one of index, inclusion, hcpcs_short, negation, drug, reference, side, neoplasm" in err
     with indexed_engine.connect() as conn:  # each negation pair states one the filler "not elsewhere" aside
         stated = training_pairs(conn, 500, 3, ("negation",))
         drugs = training_pairs(conn, 300, 3, ("drug",))
@@ -600,6 +601,11 @@ def test_eval_pairs_measures_the_finder_on_the_releases_pairs_by_kind(cli, index
     assert len(references) > 5_000 and references["rubeola"] == "B05.9" and references["chest effusion"] == "J90"
     assert len(sides) > 3_000 and not any("unspecified" in phrase or "bilateral" in phrase for phrase in sides)
     assert sides["exudative retinopathy, both eyes"] == "H35.023" and sides["hemarthrosis, left ankle"] == "M25.072"
+    # an entry that sends the reader to a Neoplasm Table column, with a site the table names: that row's cell
+    with indexed_engine.connect() as conn:
+        neoplasms = {pair.phrase: pair.code for pair in training_pairs(conn, 200_000, 3, ("neoplasm",))}
+    assert len(neoplasms) > 50_000 and not any("specified" in phrase for phrase in neoplasms)
+    assert neoplasms["spread metastasis of liver"] == "C78.7" and neoplasms["adenocarcinoma of liver"] == "C22.9"
 
 
 def test_a_code_counts_found_with_the_7th_character_it_is_reported_with(finder) -> None:

@@ -174,6 +174,30 @@ def test_a_wording_that_says_with_or_without_says_nothing_is_absent(indexed_engi
     assert codes_of(search, ICD10CM)[0] == "S05.41XA", search.trace
 
 
+def test_a_hcpcs_description_says_what_the_item_lacks(indexed_engine, finder) -> None:
+    """E0256 "Hospital bed, variable height, hi-lo, with any type side rails, without mattress" holds no mattress
+    (revision 0043): a term that asks for the mattress finds E0255 "..., with mattress", one that says without finds
+    E0256, and "with or without" says nothing is absent."""
+    with indexed_engine.connect() as conn:
+        stored = dict(conn.execute(text(
+            "SELECT t.code, t.negated FROM medrag_code_term t JOIN release r ON r.id = t.release_id AND r.is_current "
+            "WHERE r.source = 'hcpcs' AND t.code IN ('E0255', 'E0256', 'L1902') AND t.n = 0")).all())
+    assert stored == {"E0255": None, "E0256": ["mattress"], "L1902": None}  # L1902: "with or without joints"
+    with_mattress = finder.find("hospital bed variable height with side rails and mattress", systems=["HCPCS"])
+    without = finder.find("hospital bed variable height with side rails without mattress", systems=["HCPCS"])
+    assert codes_of(with_mattress)[0] == "E0255", with_mattress.trace
+    assert codes_of(without)[0] == "E0256", without.trace
+
+
+def test_an_entry_that_sends_the_reader_to_a_neoplasm_column_finds_the_cell_of_the_terms_site(finder) -> None:
+    """"Metastasis, metastatic > spread - see Neoplasm, secondary, by site": a term that says the cancer spread to the
+    liver finds the liver row's Malignant Secondary cell, C78.7, not the primary liver cancer the Malignant Primary
+    column gives (C22.9), as a coder following the reference does."""
+    search = finder.find("cancer that has spread to the liver")
+    assert codes_of(search, ICD10CM)[0] == "C78.7", search.trace
+    assert "Malignant Secondary" in " ".join(search.trace)
+
+
 def test_each_icd10cm_release_keeps_the_negations_its_wording_states(indexed_engine) -> None:
     """N64.3 "Galactorrhea not associated with childbirth" in every release's Tabular, the Index level "Immunization >
     not done" in FY2025's Index: written by the load (medrag_write_stated_negations), read by a term's "not ..."."""

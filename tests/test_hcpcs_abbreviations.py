@@ -57,3 +57,28 @@ def test_a_loaded_release_holds_its_abbreviations_and_the_finder_searches_them(i
         found = finder.find("inj dexamethasone sodium phosphate", systems=["HCPCS"])
     assert found.results[0].code == "J1100"  # Injection, dexamethasone sodium phosphate, 1 mg
     assert any("HCPCS abbreviation: inj = injection" in step for step in found.trace)
+
+
+def test_a_slashed_abbreviation_is_spelled_out_before_the_term_is_split(indexed_engine) -> None:
+    """A term's words split at a slash, so "w/o" and "w/c" are read whole first, as the release teaches them: a short
+    description pasted from a claim then says what is absent ("w/o bdr") as its long description does."""
+    with indexed_engine.connect() as conn:
+        spelled = [conn.execute(text("SELECT medrag_slashes_spelled_out(:t)"), {"t": term}).scalar_one()
+                   for term in ("Absorpt drg >16 <=48 w/o bdr", "Catheter w/bag 3-way", "W/C seat lift mechanism,",
+                                "1/2 tablet and/or more", "no slash here")]
+        absences = conn.execute(text("SELECT medrag_absences(medrag_classify_code_term(:t) ->> 'text')"),
+                                {"t": "absorpt drg >16 <=48 w/o bdr"}).scalar_one()
+    assert spelled == ["Absorpt drg >16 <=48 without bdr", "Catheter with bag 3-way", "wheelchair seat lift mechanism,",
+                       "1/2 tablet and/or more", "no slash here"]
+    assert absences == [["without", ["bdr"], ["bdr"]]]
+
+    def no_embedder():
+        raise RuntimeError("the test corpus has no code-document embeddings: no query embedder is needed")
+
+    with CodeFinder(indexed_engine, embedder_factory=no_embedder) as finder:
+        lift = finder.find("w/c seat lift mechanism", systems=["HCPCS"])
+        dressing = finder.find("absorpt drg >16 <=48 w/o bdr", systems=["HCPCS"])
+    assert lift.results[0].code == "E0985", lift.trace  # Wheelchair accessory, seat lift mechanism
+    # Specialty absorptive dressing, ..., more than 16 sq. in. but less than or equal to 48 sq. in., without adhesive
+    # border: not A6255, the same size "with any size adhesive border"
+    assert dressing.results[0].code == "A6252", dressing.trace

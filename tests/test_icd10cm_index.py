@@ -68,15 +68,34 @@ def test_main_terms_that_send_readers_to_the_drug_table_become_column_aliases(in
     assert "Overdose" in row["search_text"] and row["core_text"] == "Acetaminophen Poisoning Accidental"
 
 
-def test_main_terms_that_send_readers_to_a_neoplasm_column_become_its_aliases(indexes) -> None:
+def test_entries_that_send_readers_to_a_neoplasm_column_become_its_aliases(indexes) -> None:
     aliases = indexes[NEOPLASMS].column_aliases
     assert {"Carcinoma", "Cancer", "Adenocarcinoma"} <= set(aliases["Malignant Primary"])
     assert "Carcinoma-in-situ" in aliases["Ca in situ"] and "Carcinoma-in-situ" not in aliases["Malignant Primary"]
     assert "Papilloma" in aliases["Benign"] and "Tumor" in aliases["Unspecified Behavior"]
-    assert "Malignant Secondary" not in aliases  # no main term refers to the secondary column as a whole
-    breast = next(row for row in index_rows(indexes[NEOPLASMS]) if row["column_name"] == "Malignant Primary"
+    # only subterms refer to the secondary column: "Metastasis, metastatic > spread", "... > cancer > to specified
+    # site" (its "specified site" level left out), "Carcinoma > secondary"
+    subterms = indexes[NEOPLASMS].column_subterm_aliases
+    assert "Malignant Secondary" not in aliases
+    assert {"Metastasis, metastatic spread", "Metastasis, metastatic cancer", "Carcinoma secondary"} \
+        <= set(subterms["Malignant Secondary"])
+    assert "Carcinoma duct infiltrating" in subterms["Malignant Primary"]  # "... > specified site"
+    # "... > cancer > from specified site": the site a term names is where the cancer came from
+    assert "Metastasis, metastatic cancer" not in subterms["Malignant Primary"]
+    assert not any("specified site" in alias for column in subterms.values() for alias in column)
+    rows = index_rows(indexes[NEOPLASMS])
+    breast = next(row for row in rows if row["column_name"] == "Malignant Primary"
                   and row["title"].startswith("breast") and row["level"] == 1)
     assert "Carcinoma" in breast["search_text"] and breast["code"].startswith("C50")
+    liver = next(row for row in rows if row["column_name"] == "Malignant Secondary" and row["title"] == "liver")
+    assert "Metastasis, metastatic spread" in liver["search_text"] and liver["code"] == "C78.7"
+    # what only a subterm gives a cell: "argentaffinoma" is a main term's word in the Uncertain Behavior column
+    # ("Argentaffinoma - see Neoplasm, uncertain behavior, by site"), a subterm's in the Malignant Primary one
+    antrum = {row["column_name"]: row for row in rows if row["title"] == "antrum" and row["level"] == 1}
+    assert "argentaffinoma" in antrum["Malignant Primary"]["subterm_text"].split()
+    assert "argentaffinoma" not in (antrum["Uncertain Behavior"]["subterm_text"] or "").split()
+    assert "carcinoma" in liver["subterm_text"].split() and "metastasis" in liver["subterm_text"].split()
+    assert "carcinoma" not in antrum["Malignant Primary"]["subterm_text"].split()  # a main term's word there
 
 
 def test_external_cause_index_keeps_levels_modifiers_and_references(indexes) -> None:

@@ -291,6 +291,7 @@ DECLARE
     -- a code has a digit: without one, the code patterns are not run
     has_digit constant boolean := translate(term, '0123456789', '') <> term;
 BEGIN
+    term := medrag_slashes_spelled_out(term);
     -- Each pattern runs only where the words it needs are (a code's digit, a visit phrase's "visit" ...): a session
     -- caches 32 compiled expressions, fewer than a code search uses, and recompiling one costs more than a match.
     IF has_digit THEN

@@ -160,6 +160,27 @@ AS $$
     WHERE typed.words[1:cardinality(s.words)] = s.words
 $$;
 
+-- A term with its slashed abbreviations spelled out as the current HCPCS release's short descriptions teach
+-- (medrag.sources.hcpcs.abbreviations): "w/o" is "without", "w/c" "wheelchair", and "w/bag" "with bag". A term's
+-- words split at a slash, so such an abbreviation is read here, before the term is split: a short description pasted
+-- from a claim ("hosp bed var ht w/o mattr") then says what is absent as the long description does.
+CREATE OR REPLACE FUNCTION medrag_slashes_spelled_out(term text)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN strpos(term, '/') = 0 THEN term ELSE (
+        SELECT string_agg(coalesce(spelled.token, t.token), ' ' ORDER BY t.n)
+        FROM regexp_split_to_table(btrim(term), '\\s+') WITH ORDINALITY AS t(token, n)
+        LEFT JOIN LATERAL (
+            -- the whole token, or its start where the abbreviation ends at the slash ("w/" of "w/bag")
+            SELECT a.word || CASE WHEN right(a.abbreviation, 1) = '/' THEN ' ' ELSE '' END
+                   || substr(t.token, length(a.abbreviation) + 1) AS token
+            FROM hcpcs_abbreviation a JOIN release r ON r.id = a.release_id AND r.source = 'hcpcs' AND r.is_current
+            WHERE strpos(a.abbreviation, '/') > 0 AND starts_with(lower(t.token), a.abbreviation)
+              AND (right(a.abbreviation, 1) = '/' OR substr(lower(t.token), length(a.abbreviation) + 1) !~ '^[a-z0-9/]')
+            ORDER BY length(a.abbreviation) DESC LIMIT 1) spelled ON true) END
+$$;
+
 -- What a term says is absent the way ICD-10-CM words it, each [its cue, the clause's words, their lexemes]: a
 -- negation it states as the Tabular or Index does ("not intractable epilepsy": [not, [intractable], [intract]]) and
 -- each "without" clause ("migraine without aura, intractable": [without, [aura], [aura]]). A code whose description

@@ -35,7 +35,8 @@ from sqlalchemy import Connection, text
 
 # The document source each kind's pairs name.
 SOURCES = {"index": "icd10cm", "inclusion": "icd10cm", "hcpcs_short": "hcpcs", "negation": "icd10cm",
-           "drug": "icd10cm", "reference": "icd10cm", "side": "icd10cm", "ncd_keyword": "ncd"}
+           "drug": "icd10cm", "reference": "icd10cm", "side": "icd10cm", "neoplasm": "icd10cm",
+           "ncd_keyword": "ncd"}
 # An Index path read innermost first ("Cyst > ovary, ovarian > serous" -> "serous ovary cyst"), each level's first
 # wording, nonessential modifiers left out.
 _INDEX_PHRASE = """lower(array_to_string(ARRAY(SELECT btrim(split_part(regexp_replace(part, '\\s*\\([^)]*\\)', '', 'g'),
@@ -135,6 +136,28 @@ _PAIRS = {
                 AND (c.description !~* ',\\s*bilateral$' OR site.name IS NOT NULL)) sided
         GROUP BY phrase HAVING count(DISTINCT code) = 1
         ORDER BY min(draw) LIMIT :n""",
+    # an Index entry that sends the reader to a whole column of the Neoplasm Table ("Metastasis, metastatic > spread -
+    # see Neoplasm, secondary, by site"), read as _INDEX_PHRASE reads a path, and a site the table names as a row of
+    # its own (its first wording): the code of that row's cell in that column ("spread metastasis of liver": C78.7)
+    "neoplasm": f"""
+        SELECT referring.phrase || ' of ' || lower(btrim(split_part(t.path[2], ',', 1))) AS phrase, t.code
+        FROM (SELECT {_INDEX_PHRASE} AS phrase, e.entry_id, e.release_id,
+                     CASE WHEN e.reference ~* 'in situ' THEN 'Ca in situ'
+                          WHEN e.reference ~* 'secondary' THEN 'Malignant Secondary'
+                          WHEN e.reference ~* 'malignant' THEN 'Malignant Primary'
+                          WHEN e.reference ~* 'benign' THEN 'Benign'
+                          WHEN e.reference ~* 'uncertain' THEN 'Uncertain Behavior' END AS column_name
+              FROM (SELECT x.release_id, x.entry_id, coalesce(x.see, x.see_also) AS reference,
+                           array_to_string(x.path, ' > ') AS path
+                    FROM icd10cm_index_entry x JOIN release r ON r.id = x.release_id
+                    WHERE r.label = {_INDEX_RELEASE} AND x.index_name = 'diseases' AND x.level <= 2) e
+              WHERE e.reference ~* '^neoplasms?\\y.*\\yby site' AND e.path !~* '(NEC|NOS|specified|other|unspecified)')
+             referring
+        JOIN icd10cm_index_entry t ON t.release_id = referring.release_id AND t.index_name = 'neoplasms'
+                                  AND t.column_name = referring.column_name AND t.level = 1
+        WHERE t.code ~ '^[A-Z][0-9A-Z.]+[0-9A-Z]$'
+          AND array_to_string(t.path, ' ') !~* '(NEC|NOS|specified|other|unspecified|see )'
+        ORDER BY md5(:seed || referring.entry_id::text || t.entry_id::text) LIMIT :n""",
     # a keyword two current NCDs share names neither
     "ncd_keyword": """
         SELECT k.phrase, min(n.section) AS code

@@ -53,12 +53,20 @@ _DRUG_COLUMN_WORDS = (
 )
 # "Carcinoma - see Neoplasm, by site, malignant": a reference to a whole behaviour column of the Neoplasm Table
 # (site-specific ones, "Neoplasm, skin, benign", name a row and are left out). First match wins: in situ before
-# malignant ("Carcinoma-in-situ - see Neoplasm, in situ, by site").
+# malignant ("Carcinoma-in-situ - see Neoplasm, in situ, by site"), secondary before it too ("Neoplasm, secondary, by
+# site": the Malignant Secondary column, which only subterms refer to: "Metastasis, metastatic > spread").
 _NEOPLASM_TABLE_REFERENCE = re.compile(r"^neoplasm\b.*\bby site\b", re.IGNORECASE)
+# A subterm that only says the neoplasm is coded by its site ("Carcinoma > duct > specified site", "... > to
+# specified site"): no word of the neoplasm's kind.
+_SPECIFIED_SITE = re.compile(r"\bspecified site\b", re.IGNORECASE)
+# "Metastasis, metastatic > cancer > from specified site - see Neoplasm, malignant, by site": the site a term names is
+# where the cancer came from, not the cell's site, so its words alias no column (its "to specified site" sibling does).
+_ORIGIN_SITE = re.compile(r"^from\b.*\bsite\b", re.IGNORECASE)
 # "Tricholemmoma - see Neoplasm, skin, benign": one cell of the Neoplasm Table, the code the referring entry gives.
 _NEOPLASM_CELL_REFERENCE = re.compile(r"^(?:table of )?neoplasms?, (?P<site>.+), (?P<behaviour>[^,]+)$", re.IGNORECASE)
 _NEOPLASM_COLUMN_WORDS = (
     (re.compile(r"\bin situ\b", re.IGNORECASE), "ca in situ"),
+    (re.compile(r"\bsecondary\b", re.IGNORECASE), "malignant secondary"),
     (re.compile(r"\bmalignant\b", re.IGNORECASE), "malignant primary"),
     (re.compile(r"\bbenign\b", re.IGNORECASE), "benign"),
     (re.compile(r"\buncertain\b", re.IGNORECASE), "uncertain"),
@@ -81,6 +89,7 @@ INDEX_ENTRY_COLUMNS: list[tuple[str, str]] = [
     ("aliases", "text[]"),
     ("search_text", "text"),
     ("core_text", "text"),
+    ("subterm_text", "text"),
     ("source_file", "text"),
 ]
 
@@ -116,6 +125,8 @@ class ParsedIndex:
     columns: tuple[str, ...] = ()
     entries: list[IndexEntry] = field(default_factory=list)
     column_aliases: dict[str, list[str]] = field(default_factory=dict)
+    # the aliases subterms' references give a column ("Argentaffinoma malignant"), a main term's being column_aliases
+    column_subterm_aliases: dict[str, list[str]] = field(default_factory=dict)
 
 
 def index_member_kind(name: str) -> str | None:
@@ -265,12 +276,18 @@ def resolve_references(indexes: Iterable[ParsedIndex]) -> None:
                     continue
                 table_columns = _table_reference(reference)
                 if table_columns is not None:
-                    # Only main terms ("Overdose", "Carcinoma"): a subterm's words ("Shock > drug > overdose")
-                    # would reach every row of the table.
+                    # Into the Table of Drugs, only main terms ("Overdose"): a subterm's words ("Shock > drug >
+                    # overdose") would reach every row of the table. Into a Neoplasm Table column, a subterm too: it
+                    # names a kind of neoplasm the table codes by site ("Metastasis, metastatic > spread", "Carcinoma
+                    # > duct > infiltrating > specified site"), its "specified site" level left out.
                     name, column_words = table_columns
                     if entry.level == 0:
                         for table in tables[name]:
                             _alias_columns(table, column_words, f"{reference} {words}", entry.title)
+                    elif name == NEOPLASMS and not any(_ORIGIN_SITE.search(part) for part in entry.path):
+                        named = " ".join(part for part in entry.path if not _SPECIFIED_SITE.search(part))
+                        for table in tables[name]:
+                            _alias_columns(table, column_words, reference, named, subterm=True)
                     continue
                 cell = _neoplasm_cell(reference, neoplasm_trees)
                 if cell is not None:
@@ -401,12 +418,13 @@ def _table_reference(reference: str) -> tuple[str, tuple] | None:
     return None
 
 
-def _alias_columns(table: ParsedIndex, column_words: tuple, evidence: str, words: str) -> None:
+def _alias_columns(table: ParsedIndex, column_words: tuple, evidence: str, words: str, subterm: bool = False) -> None:
+    by_column = table.column_subterm_aliases if subterm else table.column_aliases
     for pattern, column_word in column_words:
         if pattern.search(evidence):
             for column in table.columns:
                 if column.lower().startswith(column_word):
-                    aliases = table.column_aliases.setdefault(column, [])
+                    aliases = by_column.setdefault(column, [])
                     if words not in aliases:
                         aliases.append(words)
             return
@@ -431,17 +449,28 @@ def index_rows(parsed: ParsedIndex) -> list[dict]:
         cells = entry.cells.items() if entry.cells else [(None, entry.code)]
         for column, code in cells:
             column_aliases = parsed.column_aliases.get(column, []) if column else []
+            subterm_aliases = parsed.column_subterm_aliases.get(column, []) if column else []
+            # the words a subterm's reference alone gives this cell: none of its main terms', path's or column's
+            said = set(_words(" ".join([*entry.path, nemods, *aliases, column or "", *column_aliases])))
+            subterm_only = [word for word in dict.fromkeys(_words(" ".join(subterm_aliases))) if word not in said]
             rows.append({
                 "index_name": parsed.index_name, "entry_id": entry.entry_id, "parent_id": entry.parent_id,
                 "level": entry.level, "title": entry.title, "nemod": entry.nemod, "path": list(entry.path),
                 "column_name": column, "code": code, "see": entry.see, "see_also": entry.see_also,
                 "see_entry_id": entry.see_entry_id, "aliases": entry.aliases or None,
                 "search_text": " ".join(part for part in (" ".join(entry.path), nemods, " ".join(aliases),
-                                                          column or "", " ".join(column_aliases)) if part),
+                                                          column or "", " ".join(column_aliases),
+                                                          " ".join(subterm_aliases)) if part),
                 "core_text": f"{core} {_without_parentheses(column)}" if column else core,
+                "subterm_text": " ".join(subterm_only) or None,
                 "source_file": parsed.source_file,
             })
     return rows
+
+
+def _words(text: str) -> list[str]:
+    """A text's words, lower-cased, split at anything but a letter, digit or apostrophe."""
+    return [word for word in re.split(r"[^a-z0-9']+", text.lower()) if word]
 
 
 def _without_parentheses(text: str) -> str:
