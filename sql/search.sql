@@ -159,7 +159,7 @@ AS $$
 $$;
 
 -- The corpus words each typed word spells without their hyphens or accents ("checkup": check-up, "xray": x-ray,
--- "sjogren's": sjögren), with the corpus word's own lexeme (the hyphenated one of a hyphenated word): people leave the
+-- "sjogren's": sjögren), or in the singular of a Greek plural ("metastases": metastasis), with the corpus word's own lexeme (the hyphenated one of a hyphenated word): people leave the
 -- hyphen and the accent out, CMS and the ICD-10-CM Index keep them, and PostgreSQL's parser keeps a hyphenated word
 -- as one lexeme and an accented one apart from its plain letters. Read by medrag_text_queries and the code finder;
 -- medrag_plain_word (migration 0039) and its index find them.
@@ -174,6 +174,13 @@ AS $$
     CROSS JOIN LATERAL (SELECT l AS lexeme FROM unnest(tsvector_to_array(to_tsvector('english', known.word))) AS l
                         ORDER BY l LIKE '%-%' DESC, length(l) DESC, l LIMIT 1) written
     WHERE typed_word ~ '^[a-z0-9'']+$'
+    UNION ALL
+    -- a Greek plural, which the stemmer keeps apart from its singular ("metastases": metastas, "metastasis":
+    -- metastasi), as the corpus writes the singular
+    SELECT typed_word, known.word, (tsvector_to_array(to_tsvector('english', known.word)))[1]
+    FROM unnest(typed_words) AS typed_word
+    JOIN medrag_word known ON known.word = left(typed_word, -2) || 'is'
+    WHERE typed_word ~ '^[a-z]+ses$'
 $$;
 
 -- The query's misspelt words with the corpus word each is corrected to: a word of spelling_min_length letters or more

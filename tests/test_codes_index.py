@@ -128,6 +128,20 @@ def test_a_word_typed_without_its_accents_finds_the_accented_wording(finder, ind
     assert codes_of(finder.find("mönckeberg's calcification", systems=[ICD10CM]), ICD10CM)[0].startswith("I70.2")
 
 
+def test_a_greek_plural_is_also_worded_as_its_singular(finder, indexed_engine) -> None:
+    """The english configuration stems "metastases" to metastas and "metastasis" to metastasi: the plural is also
+    worded as the singular the corpus writes, so "bone metastases" finds the secondary neoplasm of bone."""
+    with indexed_engine.connect() as conn:
+        compounds = conn.execute(text("SELECT typed, compound, lexeme FROM medrag_compounds("
+                                      "ARRAY['metastases', 'stenoses', 'houses', 'metastasis'])")).all()
+        text_query = conn.execute(text("SELECT rank_query::text FROM medrag_text_queries('metastases')")).scalar_one()
+    assert sorted(tuple(row) for row in compounds) == [("metastases", "metastasis", "metastasi"),
+                                                       ("stenoses", "stenosis", "stenosi")]
+    assert "'metastasi'" in text_query
+    search = finder.find("bone metastases", systems=[ICD10CM])
+    assert codes_of(search, ICD10CM)[0] == "C79.51", search.trace
+
+
 def test_a_reference_without_a_comma_leads_to_the_subterm(finder) -> None:
     """"Infection > ear (middle)" gives no code and says see also "Otitis media": Otitis > media's H66.9-, its own."""
     search = finder.find("ear infection")
