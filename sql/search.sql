@@ -179,7 +179,7 @@ AS $$
     -- metastasi), as the corpus writes the singular
     SELECT typed_word, known.word, (tsvector_to_array(to_tsvector('english', known.word)))[1]
     FROM unnest(typed_words) AS typed_word
-    JOIN medrag_word known ON known.word = left(typed_word, -2) || 'is'
+    JOIN medrag_word known ON known.word = regexp_replace(typed_word, 'es$', 'is')
     WHERE typed_word ~ '^[a-z]+ses$'
 $$;
 

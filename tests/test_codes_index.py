@@ -130,7 +130,7 @@ def test_a_word_typed_without_its_accents_finds_the_accented_wording(finder, ind
 
 def test_a_greek_plural_is_also_worded_as_its_singular(finder, indexed_engine) -> None:
     """The english configuration stems "metastases" to metastas and "metastasis" to metastasi: the plural is also
-    worded as the singular the corpus writes, so "bone metastases" finds the secondary neoplasm of bone."""
+    worded as the singular the corpus writes, so a term in the plural finds what the singular finds."""
     with indexed_engine.connect() as conn:
         compounds = conn.execute(text("SELECT typed, compound, lexeme FROM medrag_compounds("
                                       "ARRAY['metastases', 'stenoses', 'houses', 'metastasis'])")).all()
@@ -138,8 +138,10 @@ def test_a_greek_plural_is_also_worded_as_its_singular(finder, indexed_engine) -
     assert sorted(tuple(row) for row in compounds) == [("metastases", "metastasis", "metastasi"),
                                                        ("stenoses", "stenosis", "stenosi")]
     assert "'metastasi'" in text_query
-    search = finder.find("bone metastases", systems=[ICD10CM])
-    assert codes_of(search, ICD10CM)[0] == "C79.51", search.trace
+    plural = finder.find("bone metastases", systems=[ICD10CM])
+    assert codes_of(plural, ICD10CM) == codes_of(finder.find("bone metastasis", systems=[ICD10CM]), ICD10CM)
+    assert "as the corpus writes it: metastases = metastasis (searched both ways)" in plural.trace, plural.trace
+    assert codes_of(finder.find("spinal stenoses", systems=[ICD10CM]), ICD10CM)[0] == "M48.00"
 
 
 def test_a_reference_without_a_comma_leads_to_the_subterm(finder) -> None:
