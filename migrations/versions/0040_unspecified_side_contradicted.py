@@ -12,10 +12,8 @@ Revision ID: 0040
 Revises: 0039
 """
 
-import importlib.util
-from pathlib import Path
-
 from alembic import op
+from medrag.migrations import earlier_revision
 
 revision = "0040"
 down_revision = "0039"
@@ -68,11 +66,7 @@ $$
 
 def _previous_side_defaults() -> str:
     """0036's medrag_refresh_side_defaults, read from its revision, for the downgrade."""
-    path = Path(__file__).with_name("0036_side_defaults_and_without_clauses.py")
-    spec = importlib.util.spec_from_file_location("revision_0036", path)
-    revision_0036 = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(revision_0036)
-    script = revision_0036.SIDE_DEFAULTS
+    script = earlier_revision("0036_side_defaults_and_without_clauses.py").SIDE_DEFAULTS
     return "CREATE OR REPLACE " + script[script.index("FUNCTION medrag_refresh_side_defaults"):]
 
 

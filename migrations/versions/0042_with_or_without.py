@@ -11,24 +11,13 @@ Revision ID: 0042
 Revises: 0041
 """
 
-import importlib.util
-from pathlib import Path
-
 from alembic import op
+from medrag.migrations import earlier_revision
 
 revision = "0042"
 down_revision = "0041"
 branch_labels = None
 depends_on = None
-
-
-def _revision_0036():
-    """0036, whose medrag_without_lexemes the downgrade puts back as it was."""
-    spec = importlib.util.spec_from_file_location("revision_0036",
-                                                  Path(__file__).with_name("0036_side_defaults_and_without_clauses.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 WITHOUT = r"""
@@ -53,7 +42,7 @@ AS $$
     ELSE '{}' END
 $$
 """
-OLD_WITHOUT = _revision_0036().WITHOUT
+OLD_WITHOUT = earlier_revision("0036_side_defaults_and_without_clauses.py").WITHOUT
 REWRITE_NEGATED = ("UPDATE medrag_code_term t SET negated = nullif(medrag_without_lexemes(t.text), '{}') "
                    "FROM medrag_code_detail d WHERE d.release_id = t.release_id AND d.code = t.code "
                    r"AND d.kind = 'diagnosis' AND t.text ~* 'with\s*(or|/)\s*without'")

@@ -11,24 +11,13 @@ Revision ID: 0043
 Revises: 0042
 """
 
-import importlib.util
-from pathlib import Path
-
 from alembic import op
+from medrag.migrations import earlier_revision
 
 revision = "0043"
 down_revision = "0042"
 branch_labels = None
 depends_on = None
-
-
-def _revision_0036():
-    """0036, whose medrag_refresh_code_details the downgrade puts back as it was."""
-    spec = importlib.util.spec_from_file_location("revision_0036",
-                                                  Path(__file__).with_name("0036_side_defaults_and_without_clauses.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 SERVICE_WITHOUT = r"""
@@ -63,7 +52,8 @@ BEGIN
 END
 $$
 """
-OLD_REFRESH = _revision_0036().REFRESH.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
+OLD_REFRESH = earlier_revision("0036_side_defaults_and_without_clauses.py").REFRESH.replace(
+    "CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
 
 
 def upgrade() -> None:
