@@ -157,6 +157,58 @@ AS $$
     JOIN (SELECT DISTINCT unnest(lexemes) AS lexeme) b ON a.lexeme < b.lexeme
 $$;
 
+-- The Neoplasm Table columns a term names, by the names the Index gives each (icd10cm_index_column_alias: "Cancer",
+-- "Metastasis, metastatic > spread"). A name is said when the term says each of its levels, a level in one of the
+-- ways it may be written, or, once some name is said whole, each level below its main term ("cancer that has spread":
+-- Cancer, and spread, as "Metastasis, metastatic > spread" says; "embolus of lung" alone names no "Tumor > embolus").
+-- The column whose said names hold the most of the term's words is named; of columns
+-- alike, the one with the longest name said whole ("metastatic carcinoma": Carcinoma > metastatic, the secondary
+-- column, before Carcinoma; "carcinoma in situ": Carcinoma-in-situ before Carcinoma). The index leg measures a cell
+-- of a named column on its site.
+CREATE OR REPLACE FUNCTION medrag_index_named_columns(index_release integer, term_lexemes text[])
+RETURNS TABLE (column_name text)
+LANGUAGE sql STABLE
+AS $$
+    WITH variant AS (
+        SELECT c.column_name, c.alias_n, c.level_n, v.lexemes, v.lexemes <@ term_lexemes AS said
+        FROM icd10cm_index_column_alias c
+        -- a hyphenated word's parts are among its lexemes: the parts are asked for, not the whole
+        CROSS JOIN LATERAL (SELECT ARRAY(SELECT x FROM unnest(c.lexemes) AS x WHERE x !~ '-') AS lexemes) v
+        WHERE c.release_id = index_release AND c.index_name = 'neoplasms'
+    ),
+    said_alias AS (
+        SELECT a.column_name, a.alias_n, a.whole
+        FROM (SELECT v.column_name, v.alias_n,
+                     bool_or(count(DISTINCT v.level_n) = count(DISTINCT v.level_n) FILTER (WHERE v.said)) OVER ()
+                         AS any_whole,
+                     count(DISTINCT v.level_n) = count(DISTINCT v.level_n) FILTER (WHERE v.said) AS whole,
+                     count(DISTINCT v.level_n) FILTER (WHERE v.level_n > 0) > 0
+                         AND count(DISTINCT v.level_n) FILTER (WHERE v.level_n > 0)
+                             = count(DISTINCT v.level_n) FILTER (WHERE v.level_n > 0 AND v.said) AS below_said
+              FROM variant v
+              GROUP BY v.column_name, v.alias_n) a
+        WHERE a.whole OR (a.below_said AND a.any_whole)
+    ),
+    said_word AS (
+        SELECT a.column_name, a.alias_n, a.whole, w.lexeme
+        FROM said_alias a
+        JOIN variant v ON v.column_name = a.column_name AND v.alias_n = a.alias_n AND v.said
+        CROSS JOIN LATERAL unnest(v.lexemes) AS w(lexeme)
+    ),
+    named AS (
+        SELECT w.column_name, count(DISTINCT w.lexeme) AS words,
+               coalesce(max(whole_name.words), 0) AS longest_whole
+        FROM said_word w
+        LEFT JOIN (SELECT column_name, alias_n, count(DISTINCT lexeme) AS words FROM said_word WHERE whole
+                   GROUP BY column_name, alias_n) whole_name ON whole_name.column_name = w.column_name
+        GROUP BY w.column_name
+    )
+    SELECT n.column_name
+    FROM (SELECT named.column_name, rank() OVER (ORDER BY named.words DESC, named.longest_whole DESC) AS place
+          FROM named) n
+    WHERE n.place = 1
+$$;
+
 -- Index entries (icd10cm_index_entry of index_release: the Index, the External Cause Index, the Tables of Drugs and
 -- of Neoplasms) sharing most of the term's lexemes (their path, modifiers and the words of the references that lead
 -- to them), then the fewest words the term does not explain, then the shortest path; a code ending in "-" is the
@@ -251,7 +303,8 @@ AS $$
     ),
     entry_code AS (
         SELECT c.code, m.shared, m.precision, cardinality(m.path) AS levels, m.entry_id, m.path, m.nemod,
-               m.column_name, m.core_lexemes, m.search_vector, m.index_title, m.code AS entry_code,
+               m.column_name, m.core_lexemes, m.search_vector, m.subterm_lexemes, m.index_title,
+               m.code AS entry_code,
                -- the term's words a Neoplasm Table cell shares only through a subterm's reference to its column
                (SELECT count(*) FROM unnest(m.subterm_lexemes) AS x(lexeme)
                 WHERE x.lexeme = ANY (term_lexemes) AND x.lexeme <> ALL (m.core_lexemes))::int AS through_subterm
@@ -277,7 +330,13 @@ AS $$
            m.index_title || ': ' || array_to_string(m.path, ' > ') || coalesce(', ' || m.column_name, '')
                || ' -> ' || m.entry_code,
            tsvector_to_array(m.search_vector),
-           CASE WHEN m.path[2:cardinality(m.path) - 1] <> '{}'
+           -- a cell of a Neoplasm Table column the term names is measured on its site's words only (the table's
+           -- first row, "Neoplasm, neoplastic", names no site: the column's words stay)
+           CASE WHEN m.index_title = 'Neoplasm Table' AND cardinality(m.path) > 1
+                     AND m.column_name IN (SELECT n.column_name
+                                           FROM medrag_index_named_columns(index_release, term_lexemes) n)
+                THEN medrag_lexemes(array_to_string(m.path[2:], ' '))
+                WHEN m.path[2:cardinality(m.path) - 1] <> '{}'
                 THEN medrag_lexemes(
                     split_part(m.path[1], ',', 1) || ' '
                     || coalesce((SELECT string_agg(m.path[i], ' ' ORDER BY i)

@@ -214,6 +214,33 @@ def test_an_entry_that_sends_the_reader_to_a_neoplasm_column_finds_the_cell_of_t
     assert "Malignant Secondary" in " ".join(search.trace)
 
 
+@pytest.mark.parametrize("term, columns", [
+    ("prostate cancer", {"Malignant Primary"}),
+    ("metastatic carcinoma of the liver", {"Malignant Secondary"}),  # Carcinoma > metastatic, over Carcinoma
+    ("metastatic spread to the liver", {"Malignant Secondary"}),  # "Metastasis, metastatic" > spread
+    ("cancer that has spread to the liver", {"Malignant Secondary"}),  # Cancer whole; > spread, > cancer below it
+    ("embolus of the lung", set()),  # "Tumor > embolus" below its main term, but no name said whole
+    ("carcinoma in situ of the cervix", {"Ca in situ"}),  # Carcinoma-in-situ: its parts, over Carcinoma
+    ("papilloma of the bladder", {"Benign"}),
+    ("fracture of the femur", set()),
+])
+def test_a_term_names_the_neoplasm_columns_one_of_whose_names_it_says_whole(indexed_engine, term, columns) -> None:
+    with indexed_engine.connect() as conn:
+        named = conn.execute(text(
+            "SELECT n.column_name FROM release r, medrag_index_named_columns(r.id, medrag_lexemes(:term)) n "
+            "WHERE r.source = 'icd10cm' AND r.label = 'FY2025'"), {"term": term}).scalars().all()
+    assert set(named) == columns
+
+
+def test_a_cell_of_the_column_a_term_names_is_measured_on_its_site(finder) -> None:
+    """"Cancer - see Neoplasm, by site, malignant": "prostate cancer" is C61 in full, before the personal history of
+    a malignant neoplasm of the prostate (Z85.46), whose levels between main term and site are not measured."""
+    search = finder.find("prostate cancer", systems=[ICD10CM])
+    assert codes_of(search)[0] == "C61", search.trace
+    liver = finder.find("metastatic carcinoma of the liver", systems=[ICD10CM])
+    assert codes_of(liver)[0] == "C78.7", liver.trace
+
+
 def test_each_icd10cm_release_keeps_the_negations_its_wording_states(indexed_engine) -> None:
     """N64.3 "Galactorrhea not associated with childbirth" in every release's Tabular, the Index level "Immunization >
     not done" in FY2025's Index: written by the load (medrag_write_stated_negations), read by a term's "not ..."."""

@@ -11,6 +11,7 @@ from medrag.sources.icd10cm.index import (
     DRUGS,
     EXTERNAL_CAUSES,
     NEOPLASMS,
+    column_alias_rows,
     index_member_kind,
     index_rows,
     parse_derived_index_csv,
@@ -96,6 +97,24 @@ def test_entries_that_send_readers_to_a_neoplasm_column_become_its_aliases(index
     assert "argentaffinoma" not in (antrum["Uncertain Behavior"]["subterm_text"] or "").split()
     assert "carcinoma" in liver["subterm_text"].split() and "metastasis" in liver["subterm_text"].split()
     assert "carcinoma" not in antrum["Malignant Primary"]["subterm_text"].split()  # a main term's word there
+
+
+def test_each_name_of_a_column_is_kept_level_by_level_with_the_ways_a_level_is_written(indexes) -> None:
+    """icd10cm_index_column_alias rows: a level per row, a main term's comma-separated names its ways, NEC left out."""
+    rows = column_alias_rows(indexes[NEOPLASMS])
+    def levels(column: str, alias: str) -> list[tuple[int, str]]:
+        return sorted((row["level_n"], row["variant"]) for row in rows
+                      if row["column_name"] == column and row["alias"] == alias)
+    assert levels("Malignant Secondary", "Metastasis, metastatic spread") == [(0, "Metastasis"), (0, "metastatic"),
+                                                                             (1, "spread")]
+    assert levels("Malignant Primary", "Cancer") == [(0, "Cancer")]
+    assert levels("Ca in situ", "Carcinoma-in-situ") == [(0, "Carcinoma-in-situ")]
+    assert levels("Malignant Secondary", "Neoplasm, neoplastic metastatic NEC") == [
+        (0, "Neoplasm"), (0, "neoplastic"), (1, "metastatic")]
+    cancer = next(row for row in rows if row["alias"] == "Cancer")
+    spread = next(row for row in rows if row["alias"] == "Metastasis, metastatic spread")
+    assert not cancer["from_subterm"] and spread["from_subterm"]
+    assert {row["index_name"] for row in column_alias_rows(indexes[DRUGS])} == {DRUGS}
 
 
 def test_external_cause_index_keeps_levels_modifiers_and_references(indexes) -> None:

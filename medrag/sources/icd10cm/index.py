@@ -127,6 +127,8 @@ class ParsedIndex:
     column_aliases: dict[str, list[str]] = field(default_factory=dict)
     # the aliases subterms' references give a column ("Argentaffinoma malignant"), a main term's being column_aliases
     column_subterm_aliases: dict[str, list[str]] = field(default_factory=dict)
+    # each alias of a column as the levels it was read from: ("Cancer",), ("Metastasis, metastatic", "spread")
+    column_alias_levels: dict[str, list[tuple[tuple[str, ...], bool]]] = field(default_factory=dict)
 
 
 def index_member_kind(name: str) -> str | None:
@@ -283,11 +285,11 @@ def resolve_references(indexes: Iterable[ParsedIndex]) -> None:
                     name, column_words = table_columns
                     if entry.level == 0:
                         for table in tables[name]:
-                            _alias_columns(table, column_words, f"{reference} {words}", entry.title)
+                            _alias_columns(table, column_words, f"{reference} {words}", (entry.title,))
                     elif name == NEOPLASMS and not any(_ORIGIN_SITE.search(part) for part in entry.path):
-                        named = " ".join(part for part in entry.path if not _SPECIFIED_SITE.search(part))
+                        levels = tuple(part for part in entry.path if not _SPECIFIED_SITE.search(part))
                         for table in tables[name]:
-                            _alias_columns(table, column_words, reference, named, subterm=True)
+                            _alias_columns(table, column_words, reference, levels, subterm=True)
                     continue
                 cell = _neoplasm_cell(reference, neoplasm_trees)
                 if cell is not None:
@@ -418,8 +420,10 @@ def _table_reference(reference: str) -> tuple[str, tuple] | None:
     return None
 
 
-def _alias_columns(table: ParsedIndex, column_words: tuple, evidence: str, words: str, subterm: bool = False) -> None:
+def _alias_columns(table: ParsedIndex, column_words: tuple, evidence: str, levels: tuple[str, ...],
+                   subterm: bool = False) -> None:
     by_column = table.column_subterm_aliases if subterm else table.column_aliases
+    words = " ".join(levels)
     for pattern, column_word in column_words:
         if pattern.search(evidence):
             for column in table.columns:
@@ -427,6 +431,7 @@ def _alias_columns(table: ParsedIndex, column_words: tuple, evidence: str, words
                     aliases = by_column.setdefault(column, [])
                     if words not in aliases:
                         aliases.append(words)
+                        table.column_alias_levels.setdefault(column, []).append((levels, subterm))
             return
 
 
@@ -465,6 +470,35 @@ def index_rows(parsed: ParsedIndex) -> list[dict]:
                 "subterm_text": " ".join(subterm_only) or None,
                 "source_file": parsed.source_file,
             })
+    return rows
+
+
+COLUMN_ALIAS_COLUMNS: list[tuple[str, str]] = [
+    ("index_name", "text"),
+    ("column_name", "text"),
+    ("alias_n", "integer"),
+    ("alias", "text"),
+    ("from_subterm", "boolean"),
+    ("level_n", "integer"),
+    ("variant", "text"),
+]
+# Words of a level that say nothing a term must repeat: "Neoplasm, neoplastic > metastatic NEC"
+_RESIDUAL_WORDS = re.compile(r"\b(?:NEC|NOS)\b")
+
+
+def column_alias_rows(parsed: ParsedIndex) -> list[dict]:
+    """Rows of icd10cm_index_column_alias for one table: each alias of a column, one row per level and per way the
+    level may be written (a main term's comma-separated names: "Metastasis, metastatic" is either word)."""
+    rows = []
+    for column, aliases in parsed.column_alias_levels.items():
+        for alias_n, (levels, subterm) in enumerate(aliases):
+            for level_n, level in enumerate(levels):
+                variants = level.split(",") if level_n == 0 else [level]
+                for variant in dict.fromkeys(_RESIDUAL_WORDS.sub(" ", v).strip() for v in variants):
+                    if variant:
+                        rows.append({"index_name": parsed.index_name, "column_name": column, "alias_n": alias_n,
+                                     "alias": " ".join(levels), "from_subterm": subterm, "level_n": level_n,
+                                     "variant": variant})
     return rows
 
 

@@ -17,7 +17,14 @@ from medrag.ingest.copy import copy_rows
 from medrag.ingest.links import page_links
 from medrag.ingest.releases import LoadReport
 from medrag.sources.common import GetPage, ReleaseCandidate, RemoteFile, write_code_lookups
-from medrag.sources.icd10cm.index import INDEX_ENTRY_COLUMNS, index_member_kind, index_rows, parse_index_files
+from medrag.sources.icd10cm.index import (
+    COLUMN_ALIAS_COLUMNS,
+    INDEX_ENTRY_COLUMNS,
+    column_alias_rows,
+    index_member_kind,
+    index_rows,
+    parse_index_files,
+)
 from medrag.sources.icd10cm.xmlfile import Icd10cmFormatError, parse_xml_safely
 from medrag.sources.icd10cm.xmlfile import clean_text as _clean
 
@@ -482,7 +489,7 @@ class Icd10cmSource:
 
     name = "icd10cm"
     tables = ("icd10cm_chapter", "icd10cm_section", "icd10cm_code", "icd10cm_order_code", "icd10cm_index_entry",
-              "icd10cm_addenda")
+              "icd10cm_index_column_alias", "icd10cm_addenda")
 
     def discover(self, page_url: str, get_page: GetPage) -> list[ReleaseCandidate]:
         """One candidate per fiscal year, newest first, with every code-table zip linked for that year.
@@ -545,6 +552,9 @@ class Icd10cmSource:
             entries = [row for index in parsed for row in index_rows(index)]
             rows["icd10cm_index_entry"] = copy_rows(conn, "icd10cm_index_entry", INDEX_ENTRY_COLUMNS, entries,
                                                     constants=constants)
+            aliases = [row for index in parsed for row in column_alias_rows(index)]
+            rows["icd10cm_index_column_alias"] = copy_rows(conn, "icd10cm_index_column_alias", COLUMN_ALIAS_COLUMNS,
+                                                           aliases, constants=constants)
             notes["index_files"] = {index.index_name: index.source_file for index in parsed}
         write_code_lookups(conn, release_id)
         return LoadReport(rows=rows, notes=notes)
