@@ -163,8 +163,8 @@ $$;
 -- Cancer, and spread, as "Metastasis, metastatic > spread" says; "embolus of lung" alone names no "Tumor > embolus").
 -- The column whose said names hold the most of the term's words is named; of columns
 -- alike, the one with the longest name said whole ("metastatic carcinoma": Carcinoma > metastatic, the secondary
--- column, before Carcinoma; "carcinoma in situ": Carcinoma-in-situ before Carcinoma). The index leg measures a cell
--- of a named column on its site.
+-- column, before Carcinoma; "carcinoma in situ": Carcinoma-in-situ before Carcinoma); columns still alike name
+-- nothing. The index leg measures a cell of a named column on its site.
 CREATE OR REPLACE FUNCTION medrag_index_named_columns(index_release integer, term_lexemes text[])
 RETURNS TABLE (column_name text)
 LANGUAGE sql STABLE
@@ -204,9 +204,13 @@ AS $$
         GROUP BY w.column_name
     )
     SELECT n.column_name
-    FROM (SELECT named.column_name, rank() OVER (ORDER BY named.words DESC, named.longest_whole DESC) AS place
-          FROM named) n
-    WHERE n.place = 1
+    FROM (SELECT p.column_name, p.place, count(*) FILTER (WHERE p.place = 1) OVER () AS first
+          FROM (SELECT named.column_name,
+                       rank() OVER (ORDER BY named.words DESC, named.longest_whole DESC) AS place
+                FROM named) p) n
+    -- two columns named alike ("metastatic tumor": Tumor > metastatic > of specified site, the primary column, and >
+    -- to specified site, the secondary one) name neither
+    WHERE n.place = 1 AND n.first = 1
 $$;
 
 -- Index entries (icd10cm_index_entry of index_release: the Index, the External Cause Index, the Tables of Drugs and
