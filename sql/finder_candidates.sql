@@ -161,10 +161,10 @@ $$;
 -- "Metastasis, metastatic > spread"). A name is said when the term says each of its levels, a level in one of the
 -- ways it may be written, or, once some name is said whole, each level below its main term ("cancer that has spread":
 -- Cancer, and spread, as "Metastasis, metastatic > spread" says; "embolus of lung" alone names no "Tumor > embolus").
--- The column whose said names hold the most of the term's words is named; of columns
--- alike, the one with the longest name said whole ("metastatic carcinoma": Carcinoma > metastatic, the secondary
--- column, before Carcinoma; "carcinoma in situ": Carcinoma-in-situ before Carcinoma); columns still alike name
--- nothing. The index leg measures a cell of a named column on its site.
+-- The column whose said names hold the most of the term's words is named; of columns alike, the one with the longest
+-- name said whole ("metastatic carcinoma": Carcinoma > metastatic, the secondary column, before Carcinoma; "carcinoma
+-- in situ": Carcinoma-in-situ before Carcinoma); columns still alike name nothing. The index leg measures a cell of a
+-- named column on its site.
 CREATE OR REPLACE FUNCTION medrag_index_named_columns(index_release integer, term_lexemes text[])
 RETURNS TABLE (column_name text)
 LANGUAGE sql STABLE
@@ -176,18 +176,20 @@ AS $$
         CROSS JOIN LATERAL (SELECT ARRAY(SELECT x FROM unnest(c.lexemes) AS x WHERE x !~ '-') AS lexemes) v
         WHERE c.release_id = index_release AND c.index_name = 'neoplasms'
     ),
+    alias AS (
+        -- per name: each level said (whole), and each level below its main term said (below)
+        SELECT v.column_name, v.alias_n,
+               count(DISTINCT v.level_n) = count(DISTINCT v.level_n) FILTER (WHERE v.said) AS whole,
+               count(DISTINCT v.level_n) FILTER (WHERE v.level_n > 0) > 0
+                   AND count(DISTINCT v.level_n) FILTER (WHERE v.level_n > 0)
+                       = count(DISTINCT v.level_n) FILTER (WHERE v.level_n > 0 AND v.said) AS below
+        FROM variant v
+        GROUP BY v.column_name, v.alias_n
+    ),
     said_alias AS (
         SELECT a.column_name, a.alias_n, a.whole
-        FROM (SELECT v.column_name, v.alias_n,
-                     bool_or(count(DISTINCT v.level_n) = count(DISTINCT v.level_n) FILTER (WHERE v.said)) OVER ()
-                         AS any_whole,
-                     count(DISTINCT v.level_n) = count(DISTINCT v.level_n) FILTER (WHERE v.said) AS whole,
-                     count(DISTINCT v.level_n) FILTER (WHERE v.level_n > 0) > 0
-                         AND count(DISTINCT v.level_n) FILTER (WHERE v.level_n > 0)
-                             = count(DISTINCT v.level_n) FILTER (WHERE v.level_n > 0 AND v.said) AS below_said
-              FROM variant v
-              GROUP BY v.column_name, v.alias_n) a
-        WHERE a.whole OR (a.below_said AND a.any_whole)
+        FROM alias a
+        WHERE a.whole OR (a.below AND EXISTS (SELECT 1 FROM alias w WHERE w.whole))
     ),
     said_word AS (
         SELECT a.column_name, a.alias_n, a.whole, w.lexeme
@@ -307,8 +309,7 @@ AS $$
     ),
     entry_code AS (
         SELECT c.code, m.shared, m.precision, cardinality(m.path) AS levels, m.entry_id, m.path, m.nemod,
-               m.column_name, m.core_lexemes, m.search_vector, m.subterm_lexemes, m.index_title,
-               m.code AS entry_code,
+               m.column_name, m.core_lexemes, m.search_vector, m.index_title, m.code AS entry_code,
                -- the term's words a Neoplasm Table cell shares only through a subterm's reference to its column
                (SELECT count(*) FROM unnest(m.subterm_lexemes) AS x(lexeme)
                 WHERE x.lexeme = ANY (term_lexemes) AND x.lexeme <> ALL (m.core_lexemes))::int AS through_subterm

@@ -124,11 +124,24 @@ class ParsedIndex:
     version: str | None
     columns: tuple[str, ...] = ()
     entries: list[IndexEntry] = field(default_factory=list)
-    column_aliases: dict[str, list[str]] = field(default_factory=dict)
-    # the aliases subterms' references give a column ("Argentaffinoma malignant"), a main term's being column_aliases
-    column_subterm_aliases: dict[str, list[str]] = field(default_factory=dict)
-    # each alias of a column as the levels it was read from: ("Cancer",), ("Metastasis, metastatic", "spread")
+    # each alias of a column as the levels it was read from, and whether a subterm's reference gave it: (("Cancer",),
+    # False), (("Metastasis, metastatic", "spread"), True)
     column_alias_levels: dict[str, list[tuple[tuple[str, ...], bool]]] = field(default_factory=dict)
+
+    @property
+    def column_aliases(self) -> dict[str, list[str]]:
+        """The aliases main terms' references give each column ("Carcinoma"), as text."""
+        return self._alias_texts(subterm=False)
+
+    @property
+    def column_subterm_aliases(self) -> dict[str, list[str]]:
+        """The aliases subterms' references give each column ("Argentaffinoma malignant"), as text."""
+        return self._alias_texts(subterm=True)
+
+    def _alias_texts(self, subterm: bool) -> dict[str, list[str]]:
+        texts = {column: [" ".join(levels) for levels, from_subterm in aliases if from_subterm == subterm]
+                 for column, aliases in self.column_alias_levels.items()}
+        return {column: aliases for column, aliases in texts.items() if aliases}
 
 
 def index_member_kind(name: str) -> str | None:
@@ -422,16 +435,14 @@ def _table_reference(reference: str) -> tuple[str, tuple] | None:
 
 def _alias_columns(table: ParsedIndex, column_words: tuple, evidence: str, levels: tuple[str, ...],
                    subterm: bool = False) -> None:
-    by_column = table.column_subterm_aliases if subterm else table.column_aliases
     words = " ".join(levels)
     for pattern, column_word in column_words:
         if pattern.search(evidence):
             for column in table.columns:
                 if column.lower().startswith(column_word):
-                    aliases = by_column.setdefault(column, [])
-                    if words not in aliases:
-                        aliases.append(words)
-                        table.column_alias_levels.setdefault(column, []).append((levels, subterm))
+                    aliases = table.column_alias_levels.setdefault(column, [])
+                    if all(" ".join(known) != words or from_subterm != subterm for known, from_subterm in aliases):
+                        aliases.append((levels, subterm))
             return
 
 
@@ -441,6 +452,7 @@ def _alias_columns(table: ParsedIndex, column_words: tuple, evidence: str, level
 def index_rows(parsed: ParsedIndex) -> list[dict]:
     """Rows of icd10cm_index_entry for one resolved index: one per code given (one per filled cell in a table)."""
     by_id = {entry.entry_id: entry for entry in parsed.entries}
+    main_aliases, subterm_aliases_of = parsed.column_aliases, parsed.column_subterm_aliases
     rows = []
     for entry in parsed.entries:
         lineage = [entry]
@@ -453,8 +465,8 @@ def index_rows(parsed: ParsedIndex) -> list[dict]:
         core = " ".join([lineage[0].title.split(",")[0], *(item.title for item in lineage[1:])])
         cells = entry.cells.items() if entry.cells else [(None, entry.code)]
         for column, code in cells:
-            column_aliases = parsed.column_aliases.get(column, []) if column else []
-            subterm_aliases = parsed.column_subterm_aliases.get(column, []) if column else []
+            column_aliases = main_aliases.get(column, []) if column else []
+            subterm_aliases = subterm_aliases_of.get(column, []) if column else []
             # the words a subterm's reference alone gives this cell: none of its main terms', path's or column's
             said = set(_words(" ".join([*entry.path, nemods, *aliases, column or "", *column_aliases])))
             subterm_only = [word for word in dict.fromkeys(_words(" ".join(subterm_aliases))) if word not in said]
