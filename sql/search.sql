@@ -143,9 +143,12 @@ $$;
 -- it is a word of a known lay term or abbreviation ("underactive thyroid", "strep throat", "GERD": its expansion says
 -- what it means, and its nearest corpus word, "interactive", "stress", "germ", would not), or the embedding model has
 -- it as one token of its own (embedding_model_word: a real word the corpus never uses, "look", "premium", "catches",
--- is no misspelt "loop", "premix", "crutches"; the query embedder reads the same vocabulary). Read by medrag_spelling
--- and by the code finder before it corrects a word no code's wording holds ("medicare" is no misspelt "medical").
--- Scalar sub-selects, not EXISTS over a join: the planner would hash the whole vocabulary for a few words.
+-- is no misspelt "loop", "premix", "crutches"; the query embedder reads the same vocabulary), or the ICD-10-CM Index
+-- leads from it to a code (a drug the Table of Drugs names, "zolpidem", "trospium", or a word only the Index uses,
+-- "dysgeusia", "menarche": no code description holds them, yet a term naming them is no misspelling and the finder
+-- may guess from them). Read by medrag_spelling and by the code finder before it corrects a word no code's wording
+-- holds ("medicare" is no misspelt "medical"). Scalar sub-selects, not EXISTS over a join: the planner would hash the
+-- whole vocabulary for a few words.
 CREATE OR REPLACE FUNCTION medrag_known_word(typed_word text)
 RETURNS boolean
 LANGUAGE sql STABLE PARALLEL SAFE
@@ -156,6 +159,9 @@ AS $$
         OR (SELECT count(*) FROM medrag_search_synonym known
             WHERE ' ' || known.term || ' ' LIKE '% ' || typed_word || ' %') > 0
         OR (SELECT count(*) FROM embedding_model_word known WHERE known.word = typed_word) > 0
+        OR (SELECT count(*) FROM icd10cm_index_entry known
+            WHERE known.code IS NOT NULL
+              AND known.core_lexemes @> ARRAY[(tsvector_to_array(to_tsvector('english', typed_word)))[1]]) > 0
 $$;
 
 -- The corpus words each typed word spells without their hyphens or accents ("checkup": check-up, "xray": x-ray,

@@ -101,12 +101,17 @@ def test_a_word_the_corpus_knows_is_not_spelling_corrected(finder, indexed_engin
     """"medicare" is in no code's wording but is no misspelt "medical": only words the corpus lacks are corrected."""
     with indexed_engine.connect() as conn:
         known = dict(conn.execute(text("SELECT w, medrag_known_word(w) FROM unnest(CAST(:words AS text[])) AS w"),
-                                  {"words": ["medicare", "cover", "underactive", "tuberculosus"]}).all())
-    assert known == {"medicare": True, "cover": True, "underactive": True, "tuberculosus": False}
+                                  {"words": ["medicare", "cover", "underactive", "zolpidem", "tuberculosus"]}).all())
+    # "zolpidem": no code description or document holds it, the Table of Drugs does
+    assert known == {"medicare": True, "cover": True, "underactive": True, "zolpidem": True, "tuberculosus": False}
     search = finder.find("does medicare cover tuberculosus treatment")
     corrected = [step for step in search.trace if step.startswith("spelling:")]
     assert any("tuberculosus -> tuberculosis" in step for step in corrected), search.trace
     assert not any("medicare" in step or "cover" in step for step in corrected), corrected
+    # a drug only the Table of Drugs names is looked up as typed, never "corrected" to a word some description holds
+    drug = finder.find("trospium adverse effect")
+    assert not any("trospium" in step for step in drug.trace if "spelling" in step), drug.trace
+    assert drug.results[0].code == "T44.3X5A", drug.results
 
 
 def test_each_code_release_keeps_the_words_spelling_is_corrected_to(indexed_engine) -> None:
