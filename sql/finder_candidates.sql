@@ -157,15 +157,18 @@ AS $$
     JOIN (SELECT DISTINCT unnest(lexemes) AS lexeme) b ON a.lexeme < b.lexeme
 $$;
 
--- The Neoplasm Table columns a term names, by the names the Index gives each (icd10cm_index_column_alias: "Cancer",
--- "Metastasis, metastatic > spread"). A name is said when the term says each of its levels, a level in one of the
+-- The columns of a table (the Neoplasm Table by default, or the Table of Drugs: 'drugs') a term names, by the names
+-- the Index gives each (icd10cm_index_column_alias: "Cancer", "Metastasis, metastatic > spread"; "Suicide, suicidal",
+-- "Homicide"). A name is said when the term says each of its levels, a level in one of the
 -- ways it may be written, or, once some name is said whole, each level below its main term ("cancer that has spread":
 -- Cancer, and spread, as "Metastasis, metastatic > spread" says; "embolus of lung" alone names no "Tumor > embolus").
 -- The column whose said names hold the most of the term's words is named; of columns alike, the one with the longest
 -- name said whole ("metastatic carcinoma": Carcinoma > metastatic, the secondary column, before Carcinoma; "carcinoma
 -- in situ": Carcinoma-in-situ before Carcinoma); columns still alike name nothing. The index leg measures a cell of a
--- named column on its site.
-CREATE OR REPLACE FUNCTION medrag_index_named_columns(index_release integer, term_lexemes text[])
+-- named column on its site, and a Table of Drugs cell on its substance.
+DROP FUNCTION IF EXISTS medrag_index_named_columns(integer, text[]);
+CREATE OR REPLACE FUNCTION medrag_index_named_columns(index_release integer, term_lexemes text[],
+                                                      table_name text DEFAULT 'neoplasms')
 RETURNS TABLE (column_name text)
 LANGUAGE sql STABLE
 AS $$
@@ -174,7 +177,7 @@ AS $$
         FROM icd10cm_index_column_alias c
         -- a hyphenated word's parts are among its lexemes: the parts are asked for, not the whole
         CROSS JOIN LATERAL (SELECT ARRAY(SELECT x FROM unnest(c.lexemes) AS x WHERE x !~ '-') AS lexemes) v
-        WHERE c.release_id = index_release AND c.index_name = 'neoplasms'
+        WHERE c.release_id = index_release AND c.index_name = table_name
     ),
     alias AS (
         -- per name: each level said (whole), and each level below its main term said (below)
@@ -336,11 +339,16 @@ AS $$
                || ' -> ' || m.entry_code,
            tsvector_to_array(m.search_vector),
            -- a cell of a Neoplasm Table column the term names is measured on its site's words only (the table's
-           -- first row, "Neoplasm, neoplastic", names no site: the column's words stay)
+           -- first row, "Neoplasm, neoplastic", names no site: the column's words stay), one of a Table of Drugs
+           -- column on its substance's (its first name, as an entry's core is: "Cantharides, cantharidin, cantharis")
            CASE WHEN m.index_title = 'Neoplasm Table' AND cardinality(m.path) > 1
                      AND m.column_name IN (SELECT n.column_name
                                            FROM medrag_index_named_columns(index_release, term_lexemes) n)
                 THEN medrag_lexemes(array_to_string(m.path[2:], ' '))
+                WHEN m.index_title = 'Table of Drugs'
+                     AND m.column_name IN (SELECT n.column_name
+                                           FROM medrag_index_named_columns(index_release, term_lexemes, 'drugs') n)
+                THEN medrag_lexemes(split_part(m.path[1], ',', 1) || ' ' || array_to_string(m.path[2:], ' '))
                 WHEN m.path[2:cardinality(m.path) - 1] <> '{}'
                 THEN medrag_lexemes(
                     split_part(m.path[1], ',', 1) || ' '

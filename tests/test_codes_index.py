@@ -225,11 +225,32 @@ def test_an_entry_that_sends_the_reader_to_a_neoplasm_column_finds_the_cell_of_t
     ("fracture of the femur", set()),
 ])
 def test_a_term_names_the_neoplasm_columns_one_of_whose_names_it_says_whole(indexed_engine, term, columns) -> None:
-    with indexed_engine.connect() as conn:
-        named = conn.execute(text(
-            "SELECT n.column_name FROM release r, medrag_index_named_columns(r.id, medrag_lexemes(:term)) n "
-            "WHERE r.source = 'icd10cm' AND r.label = 'FY2025'"), {"term": term}).scalars().all()
-    assert set(named) == columns
+    assert named_columns(indexed_engine, term, "neoplasms") == columns
+
+
+def named_columns(engine, term: str, table: str) -> set[str]:
+    """The columns of an FY2025 table a term names (medrag_index_named_columns)."""
+    with engine.connect() as conn:
+        return set(conn.execute(text(
+            "SELECT n.column_name FROM release r, medrag_index_named_columns(r.id, medrag_lexemes(:term), :table) n "
+            "WHERE r.source = 'icd10cm' AND r.label = 'FY2025'"), {"term": term, "table": table}).scalars())
+
+
+@pytest.mark.parametrize(("term", "columns"), [
+    ("suicide attempt with warfarin", {"Poisoning Intentional self-harm"}),
+    ("homicide by arsenic", {"Poisoning Assault"}),
+    ("warfarin overdose", set()),  # every poisoning column is called an overdose: none is named
+    ("chloroprocaine underdosing", {"Underdosing"}),
+])
+def test_a_term_names_the_drug_columns_whose_intent_it_says(indexed_engine, term, columns) -> None:
+    assert named_columns(indexed_engine, term, "drugs") == columns
+
+
+def test_a_suicide_attempt_with_a_drug_is_its_intentional_self_harm_poisoning(finder) -> None:
+    """ICD-10-CM codes a suicide attempt by a drug as the drug's intentional self-harm poisoning, as the Index's
+    "Self-harm > intentional - see Suicide" says: not the suicide attempt of T14.91 alone."""
+    search = finder.find("suicide attempt with warfarin", systems=[ICD10CM])
+    assert codes_of(search)[0] == "T45.512A", search.trace
 
 
 def test_a_cell_of_the_column_a_term_names_is_measured_on_its_site(finder) -> None:

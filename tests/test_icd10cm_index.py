@@ -69,6 +69,21 @@ def test_main_terms_that_send_readers_to_the_drug_table_become_column_aliases(in
     assert "Overdose" in row["search_text"] and row["core_text"] == "Acetaminophen Poisoning Accidental"
 
 
+def test_a_poisoning_column_is_also_named_as_the_index_names_its_intent(indexes) -> None:
+    """"Self-harm NEC > intentional - see Suicide": Suicide names the intentional self-harm column; "Homicide - see
+    Assault" and the like name the assault column; a referrer flattened from a path ("Injury, injured NOS
+    purposely") names nothing."""
+    aliases = indexes[DRUGS].column_aliases
+    self_harm, assault = aliases["Poisoning Intentional self-harm"], aliases["Poisoning Assault"]
+    assert "Suicide, suicidal (attempted) (by)" in self_harm and "Self-harm intentional" in self_harm
+    assert {"Homicide", "Murder", "Manslaughter"} <= set(assault)
+    assert not any("Suicide" in alias for alias in aliases["Poisoning Undetermined"] + assault)
+    assert not any("," in alias and "Injury" in alias for alias in assault)
+    warfarin = next(row for row in index_rows(indexes[DRUGS])
+                    if row["title"] == "Warfarin" and row["column_name"] == "Poisoning Intentional self-harm")
+    assert "Suicide" in warfarin["search_text"]
+
+
 def test_entries_that_send_readers_to_a_neoplasm_column_become_its_aliases(indexes) -> None:
     aliases = indexes[NEOPLASMS].column_aliases
     assert {"Carcinoma", "Cancer", "Adenocarcinoma"} <= set(aliases["Malignant Primary"])

@@ -329,6 +329,9 @@ def resolve_references(indexes: Iterable[ParsedIndex]) -> None:
         for entry in parsed.entries:
             if entry.code is None and not entry.cells:
                 entry.code = _named_code(entry)
+    prose = [parsed for parsed in indexes if parsed.index_name in (DISEASES, EXTERNAL_CAUSES)]
+    for table in tables[DRUGS]:
+        _alias_intents(table, prose)
 
 
 def _children(parsed: ParsedIndex) -> dict[int | None, list[IndexEntry]]:
@@ -444,6 +447,38 @@ def _alias_columns(table: ParsedIndex, column_words: tuple, evidence: str, level
                     if all(" ".join(known) != words or from_subterm != subterm for known, from_subterm in aliases):
                         aliases.append((levels, subterm))
             return
+
+
+def _intent_key(text: str) -> frozenset[str]:
+    """The words of a name as an intent is matched on: order, punctuation, NEC / NOS and plurals set aside."""
+    return frozenset(_name_key(word) for word in re.findall(r"[\w-]+", text.lower()) if word not in ("nec", "nos"))
+
+
+def _alias_intents(table: ParsedIndex, prose: list[ParsedIndex]) -> None:
+    """Each Table of Drugs poisoning column also named as the Index names its intent: a main term called by the
+    intent ("Assault") or referred to from it ("Self-harm NEC > intentional - see Suicide") gives its title and its
+    plain referrers ("Homicide", "Murder"; "Suicide, suicidal"), so "suicide attempt with warfarin" names the
+    intentional self-harm column."""
+    for column in table.columns:
+        intent = re.sub(r"\([^)]*\)", " ", column)
+        if not intent.lower().startswith("poisoning "):
+            continue
+        wanted = _intent_key(intent[len("poisoning "):])
+        for parsed in prose:
+            for entry in parsed.entries:
+                if entry.parent_id is not None:
+                    continue
+                if wanted != _intent_key(entry.title) and all(wanted != _intent_key(a) for a in entry.aliases):
+                    continue
+                # the title with its modifiers, which its last name holds ("Suicide, suicidal (attempted)": a term
+                # says "suicide" or "suicidal attempt"); a referrer with a comma is a path flattened into words
+                # ("Injury, injured NOS purposely"), no name
+                title = f"{entry.title} {entry.nemod}" if entry.nemod else entry.title
+                for name in (title, *(a for a in entry.aliases if "," not in a)):
+                    levels = (" ".join(w for w in name.split() if w.lower() not in ("nec", "nos")),)
+                    aliases = table.column_alias_levels.setdefault(column, [])
+                    if all(known != levels for known, _ in aliases):
+                        aliases.append((levels, False))
 
 
 # -- rows --------------------------------------------------------------------------------------------------------------
