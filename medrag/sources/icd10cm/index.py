@@ -449,9 +449,13 @@ def _alias_columns(table: ParsedIndex, column_words: tuple, evidence: str, level
             return
 
 
+# Filler an Index name carries that no term says ("Self-harm NEC", "Injury, injured NOS").
+_FILLER_WORDS = frozenset({"nec", "nos"})
+
+
 def _intent_key(text: str) -> frozenset[str]:
     """The words of a name as an intent is matched on: order, punctuation, NEC / NOS and plurals set aside."""
-    return frozenset(_name_key(word) for word in re.findall(r"[\w-]+", text.lower()) if word not in ("nec", "nos"))
+    return frozenset(_name_key(word) for word in re.findall(r"[\w-]+", text.lower()) if word not in _FILLER_WORDS)
 
 
 def _alias_intents(table: ParsedIndex, prose: list[ParsedIndex]) -> None:
@@ -459,23 +463,27 @@ def _alias_intents(table: ParsedIndex, prose: list[ParsedIndex]) -> None:
     intent ("Assault") or referred to from it ("Self-harm NEC > intentional - see Suicide") gives its title and its
     plain referrers ("Homicide", "Murder"; "Suicide, suicidal"), so "suicide attempt with warfarin" names the
     intentional self-harm column."""
+    intents = {}
     for column in table.columns:
         intent = re.sub(r"\([^)]*\)", " ", column)
-        if not intent.lower().startswith("poisoning "):
-            continue
-        wanted = _intent_key(intent[len("poisoning "):])
-        for parsed in prose:
-            for entry in parsed.entries:
-                if entry.parent_id is not None:
-                    continue
-                if wanted != _intent_key(entry.title) and all(wanted != _intent_key(a) for a in entry.aliases):
+        if intent.lower().startswith("poisoning "):
+            intents[column] = _intent_key(intent[len("poisoning "):])
+    if not intents:
+        return
+    for parsed in prose:
+        for entry in parsed.entries:
+            if entry.parent_id is not None:
+                continue
+            keys = {_intent_key(entry.title), *(_intent_key(alias) for alias in entry.aliases)}
+            for column, wanted in intents.items():
+                if wanted not in keys:
                     continue
                 # the title with its modifiers, which its last name holds ("Suicide, suicidal (attempted)": a term
                 # says "suicide" or "suicidal attempt"); a referrer with a comma is a path flattened into words
                 # ("Injury, injured NOS purposely"), no name
                 title = f"{entry.title} {entry.nemod}" if entry.nemod else entry.title
-                for name in (title, *(a for a in entry.aliases if "," not in a)):
-                    levels = (" ".join(w for w in name.split() if w.lower() not in ("nec", "nos")),)
+                for name in (title, *(alias for alias in entry.aliases if "," not in alias)):
+                    levels = (" ".join(w for w in name.split() if w.lower() not in _FILLER_WORDS),)
                     aliases = table.column_alias_levels.setdefault(column, [])
                     if all(known != levels for known, _ in aliases):
                         aliases.append((levels, False))
