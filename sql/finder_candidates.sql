@@ -453,6 +453,25 @@ AS $$
           ORDER BY h.k, (h.hit ->> 'rank')::int, (h.hit ->> 'seq')::bigint) x
 $$;
 
+-- The headers the ICD-10-CM Index's best entries for the term give: the Index hits with the leg's top score whose code
+-- is a header ("Fracture, traumatic > tibia -> S82.20-" for "fracture of left tibia"). A code under one is what that
+-- entry leads to, as a coder completing the code reads it (medrag_code_candidates), and reflection narrows them.
+CREATE OR REPLACE FUNCTION medrag_index_best_headers(best jsonb, details jsonb)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    WITH entry AS (
+        SELECT h.value ->> 'code' AS code, (h.value ->> 'score')::float8 AS score
+        FROM jsonb_each(best) h
+        WHERE h.value ->> 'leg' = 'index' AND h.value ->> 'via' = '' AND h.value ->> 'system' = 'ICD-10-CM'
+    )
+    SELECT coalesce(array_agg(e.code ORDER BY e.code), '{}')
+    FROM entry e
+    WHERE e.score >= (SELECT max(score) FROM entry)
+      AND NOT coalesce((details -> ('ICD-10-CM|' || e.code) ->> 'billable')::boolean, true)
+      AND coalesce((details -> ('ICD-10-CM|' || e.code) ->> 'has_children')::boolean, false)
+$$;
+
 -- The lookups a round of the finder runs, from its state: in the first round the codes written in the term and, for
 -- a word or two, the trigram lookup; in every round the word lookups (description words, full text, the Index) of
 -- each system whose concepts changed; in the first round the vector lookups, in a later one the billable codes under
@@ -541,6 +560,7 @@ DECLARE
     lookup jsonb;
     results jsonb := '[]';
     new_hits jsonb;
+    index_headers text[];
     codes text[];
     sys text;
 BEGIN
@@ -610,6 +630,24 @@ BEGIN
         joined := joined + cardinality(codes);
     END LOOP;
     best := medrag_best_hits(best, '[]', details);
+    -- a code any leg found under a header the Index's best entries give (S82.202 under "Fracture, traumatic > tibia
+    -- -> S82.20-" for "fracture of left tibia") inherits that entry (the deepest such header's), as the billable codes
+    -- under a header the reflection narrows do
+    index_headers := medrag_index_best_headers(best, details);
+    SELECT coalesce(jsonb_agg(best -> ('ICD-10-CM|' || header.code || '|index')
+                              || jsonb_build_object('code', c.code, 'via', header.code, 'seq', seq + c.n)
+                              ORDER BY c.n), '[]')
+    INTO new_hits
+    FROM (SELECT h.value ->> 'code' AS code, row_number() OVER (ORDER BY min((h.value ->> 'seq')::bigint)) AS n
+          FROM jsonb_each(best) h
+          WHERE h.value ->> 'system' = 'ICD-10-CM' AND NOT best ? ('ICD-10-CM|' || (h.value ->> 'code') || '|index')
+            AND jsonb_typeof(details -> ('ICD-10-CM|' || (h.value ->> 'code'))) = 'object'
+          GROUP BY 1) c
+    CROSS JOIN LATERAL (SELECT x AS code FROM unnest(index_headers) AS x
+                        WHERE length(x) < length(c.code) AND left(c.code, length(x)) = x
+                        ORDER BY length(x) DESC LIMIT 1) header;
+    seq := seq + jsonb_array_length(new_hits);
+    best := medrag_best_hits(best, new_hits, details);
     FOREACH sys IN ARRAY semantic_systems LOOP
         codes := ARRAY(SELECT substr(d.key, length(sys || '|') + 1) FROM jsonb_each(details) d
                        WHERE left(d.key, length(sys || '|')) = sys || '|' AND jsonb_typeof(d.value) = 'object'

@@ -184,6 +184,12 @@ BEGIN
                          WHERE (b.p ->> 'is_header')::boolean AND NOT (b.p ->> 'exact')::boolean
                            AND b.p ->> 'code' <> ALL (headers_expanded)
                          ORDER BY b.score DESC, b.ord);
+        -- and those the Index's best entries give, however they score: their codes are what those entries lead to
+        headers := headers || ARRAY(SELECT h FROM unnest(medrag_index_best_headers(state -> 'best', state -> 'details')) h
+                                    WHERE h <> ALL (headers_expanded) AND h <> ALL (headers)
+                                      AND EXISTS (SELECT 1 FROM jsonb_array_elements(pool) p
+                                                  WHERE p ->> 'system' = 'ICD-10-CM' AND p ->> 'code' = h
+                                                    AND (p ->> 'score')::float8 >= min_score));
         IF cardinality(headers) > 0 THEN
             headers_expanded := headers_expanded || headers;
             reasons := reasons || ('ICD-10-CM: too general: narrow ' || array_to_string(headers, ', ')

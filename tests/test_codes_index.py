@@ -394,6 +394,21 @@ def test_a_level_a_with_subterm_qualifies_is_part_of_the_index_wording(finder) -
     assert codes_of(finder.find("alcohol intoxication with dependence"), ICD10CM)[0].startswith("F10.22")
 
 
+def test_a_code_under_the_header_the_index_reads_best_inherits_its_entry(finder) -> None:
+    """"fracture of left tibia": the Index's best entry is "Fracture, traumatic > tibia -> S82.20-" (a plain fracture is
+    the traumatic one; "Fracture, pathological" keeps its qualifier); S82.202, which the word legs found, is what it
+    leads to and inherits it. "Fracture, traumatic > stress > tibia -> M84.36-" matches less well and gives M84.362
+    nothing."""
+    search = finder.find("fracture of left tibia, initial encounter", systems=[ICD10CM])
+    assert codes_of(search, ICD10CM)[0] == "S82.202A", search.trace
+    scored = next(line for line in search.trace if line.startswith("score ICD-10-CM"))
+    explained = {part.split()[0]: part for part in scored.removeprefix("score ICD-10-CM: ").split("); ")}
+    assert "index" in explained["S82.202"] and "Index: Fracture, traumatic > tibia -> S82.20-" in explained["S82.202"]
+    assert "index" not in explained["M84.362"]
+    assert codes_of(finder.find("fracture of left wrist, initial encounter", systems=[ICD10CM]), ICD10CM)[0] == \
+        "S62.102A"
+
+
 def test_the_visit_a_term_names_picks_the_seventh_character(finder) -> None:
     """"follow-up visit" is the subsequent encounter (D): set aside from the words searched, it picks the form."""
     search = finder.find("acetaminophen overdose, accidental, follow-up visit")

@@ -6,11 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from medrag.ingest.archive import safe_extract
 from medrag.sources.icd10cm.index import (
     DISEASES,
     DRUGS,
     EXTERNAL_CAUSES,
     NEOPLASMS,
+    carried_qualifiers,
     column_alias_rows,
     index_member_kind,
     index_rows,
@@ -18,6 +20,7 @@ from medrag.sources.icd10cm.index import (
     parse_index_files,
     parse_index_xml,
 )
+from medrag.sources.icd10cm.release import parse_order_file
 from medrag.sources.icd10cm.xmlfile import Icd10cmFormatError
 
 
@@ -30,6 +33,14 @@ def fy2025(cms_dir: Path) -> Path:
 def indexes(fy2025: Path) -> dict[str, object]:
     files = {path.name: path for path in fy2025.iterdir() if index_member_kind(path.name)}
     return {parsed.index_name: parsed for parsed in parse_index_files(files)}
+
+
+@pytest.fixture(scope="module")
+def titles(fy2025: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """FY2025's code titles, from the order file of CDC's code-descriptions zip."""
+    extracted = safe_extract(fy2025 / "icd10cm-codes-2025.zip", tmp_path_factory.mktemp("codes"))
+    order = next(path for path in extracted if path.name == "icd10cm_order_2025.txt")
+    return {row["code"]: row["long_description"] for row in parse_order_file(order)}
 
 
 def _entry(parsed, *path: str):
@@ -82,6 +93,22 @@ def test_a_poisoning_column_is_also_named_as_the_index_names_its_intent(indexes)
     warfarin = next(row for row in index_rows(indexes[DRUGS])
                     if row["title"] == "Warfarin" and row["column_name"] == "Poisoning Intentional self-harm")
     assert "Suicide" in warfarin["search_text"]
+
+
+def test_a_further_name_the_codes_titles_carry_is_part_of_what_an_entry_says(indexes, titles) -> None:
+    """"Fracture, pathological" codes read "Pathological fracture": an entry under it is no plain fracture. S-codes
+    never say "traumatic": "Fracture, traumatic" is what a fracture is unless said otherwise. "Epilepsy, epileptic"
+    is one word twice, however often titles say "epileptic"."""
+    diseases = indexes[DISEASES]
+    qualifiers = carried_qualifiers(diseases, titles)
+    main = {entry.title: entry.entry_id for entry in diseases.entries if entry.parent_id is None}
+    assert qualifiers[main["Fracture, pathological"]] == ("pathological",)
+    assert main["Fracture, traumatic"] not in qualifiers
+    assert main["Epilepsy, epileptic, epilepsia"] not in qualifiers
+    rows = {tuple(row["path"]): row for row in index_rows(diseases, titles)}
+    assert rows[("Fracture, pathological", "tibia")]["core_text"] == "Fracture pathological tibia"
+    assert rows[("Fracture, traumatic", "tibia")]["core_text"] == "Fracture tibia"
+    assert carried_qualifiers(diseases, {}) == {}
 
 
 def test_entries_that_send_readers_to_a_neoplasm_column_become_its_aliases(indexes) -> None:

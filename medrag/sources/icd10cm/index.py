@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path, PurePosixPath
@@ -41,6 +41,9 @@ DERIVED_INDEX_CSV = re.compile(r"derived-index-to-diseases[^/]*\.csv$", re.IGNOR
 DERIVED_CSV_COLUMNS = ("RowID", "Letter", "Level", "Term", "See", "SeeAlso", "NonEssModif", "Code")
 # How the tables print a cell with no code: "--" in the Table of Drugs, "-" in the Neoplasm Table.
 _EMPTY_CELLS = frozenset({"-", "--"})
+# Two words are forms of one when they begin alike this far ("Epilepsy, epileptic", "Bite, bitten by", "Vision,
+# visual"): the shortest stem the Index's further names share with their first name.
+_FORM_PREFIX = 3
 # A term that more references point at than this is a generic target ("see also condition": 606 references in
 # FY2025; the next most-referenced term has 92): its referrers are not aliases of what stands under it.
 MAX_REFERRERS = 200
@@ -492,10 +495,14 @@ def _alias_intents(table: ParsedIndex, prose: list[ParsedIndex]) -> None:
 # -- rows --------------------------------------------------------------------------------------------------------------
 
 
-def index_rows(parsed: ParsedIndex) -> list[dict]:
-    """Rows of icd10cm_index_entry for one resolved index: one per code given (one per filled cell in a table)."""
+def index_rows(parsed: ParsedIndex, titles: Mapping[str, str] | None = None) -> list[dict]:
+    """Rows of icd10cm_index_entry for one resolved index: one per code given (one per filled cell in a table).
+
+    titles ({code: Tabular title}) tells which words of a main term's further names its codes' titles carry.
+    """
     by_id = {entry.entry_id: entry for entry in parsed.entries}
     main_aliases, subterm_aliases_of = parsed.column_aliases, parsed.column_subterm_aliases
+    qualifiers = carried_qualifiers(parsed, titles or {})
     rows = []
     for entry in parsed.entries:
         lineage = [entry]
@@ -504,8 +511,10 @@ def index_rows(parsed: ParsedIndex) -> list[dict]:
         lineage.reverse()
         nemods = " ".join(item.nemod for item in lineage if item.nemod)
         aliases = list(dict.fromkeys(alias for item in lineage for alias in item.aliases))
-        # What precision is measured on: the main term's first name and each subterm, modifiers left out.
-        core = " ".join([lineage[0].title.split(",")[0], *(item.title for item in lineage[1:])])
+        # What precision is measured on: the main term's first name, the further names' words its codes' titles
+        # carry, and each subterm, modifiers left out.
+        core = " ".join([lineage[0].title.split(",")[0], *qualifiers.get(lineage[0].entry_id, ()),
+                         *(item.title for item in lineage[1:])])
         cells = entry.cells.items() if entry.cells else [(None, entry.code)]
         for column, code in cells:
             column_aliases = main_aliases.get(column, []) if column else []
@@ -526,6 +535,37 @@ def index_rows(parsed: ParsedIndex) -> list[dict]:
                 "source_file": parsed.source_file,
             })
     return rows
+
+
+def carried_qualifiers(parsed: ParsedIndex, titles: Mapping[str, str]) -> dict[int, tuple[str, ...]]:
+    """The words of each main term's further names that most of its codes' titles carry: {main term id: words}.
+
+    "Fracture, pathological" and "Fracture, traumatic" are both "Fracture" first, but M84.4- reads "Pathological
+    fracture" while S-codes never say "traumatic": the first qualifier is part of what the codes mean, the second is
+    what a fracture is unless said otherwise. A further name that is another form of the first ("Epilepsy,
+    epileptic", "Bite, bitten by") is no qualifier, however often titles use it.
+    """
+    main_of: dict[int, IndexEntry] = {}
+    codes_under: dict[int, list[str]] = {}
+    for entry in parsed.entries:
+        main = entry if entry.parent_id is None else main_of[entry.parent_id]
+        main_of[entry.entry_id] = main
+        for code in (entry.cells.values() if entry.cells else [entry.code]):
+            title = titles.get((code or "").rstrip(".-"))
+            if title:
+                codes_under.setdefault(main.entry_id, []).append(title)
+    carried = {}
+    for main_id, code_titles in codes_under.items():
+        first, _, further = _without_parentheses(main_of[main_id].title).partition(",")
+        first_words = _words(first)
+        candidates = [word for word in dict.fromkeys(_words(further))
+                      if not any(word[:_FORM_PREFIX] == other[:_FORM_PREFIX] for other in first_words)]
+        title_words = [set(_words(title)) for title in code_titles]
+        kept = tuple(word for word in candidates
+                     if 2 * sum(word in words for words in title_words) > len(title_words))
+        if kept:
+            carried[main_id] = kept
+    return carried
 
 
 COLUMN_ALIAS_COLUMNS: list[tuple[str, str]] = [

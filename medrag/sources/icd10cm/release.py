@@ -549,7 +549,8 @@ class Icd10cmSource:
         index_files = {name: path for name, path in members.items() if index_member_kind(name)}
         if index_files:
             parsed = parse_index_files(index_files)
-            entries = [row for index in parsed for row in index_rows(index)]
+            titles = {row["code"]: row["description"] for row in code_rows if row["description"]}
+            entries = [row for index in parsed for row in index_rows(index, titles)]
             rows["icd10cm_index_entry"] = copy_rows(conn, "icd10cm_index_entry", INDEX_ENTRY_COLUMNS, entries,
                                                     constants=constants)
             aliases = [row for index in parsed for row in column_alias_rows(index)]
