@@ -184,7 +184,8 @@ BEGIN
                          WHERE (b.p ->> 'is_header')::boolean AND NOT (b.p ->> 'exact')::boolean
                            AND b.p ->> 'code' <> ALL (headers_expanded)
                          ORDER BY b.score DESC, b.ord);
-        -- and those the Index's best entries give, however they score: their codes are what those entries lead to
+        -- and those the Index's best entries give, wherever they rank among the scores (at least min_score): their
+        -- codes are what those entries lead to
         headers := headers || ARRAY(SELECT h FROM unnest(medrag_index_best_headers(state -> 'best', state -> 'details')) h
                                     WHERE h <> ALL (headers_expanded) AND h <> ALL (headers)
                                       AND EXISTS (SELECT 1 FROM jsonb_array_elements(pool) p
