@@ -453,23 +453,50 @@ AS $$
           ORDER BY h.k, (h.hit ->> 'rank')::int, (h.hit ->> 'seq')::bigint) x
 $$;
 
--- The headers the ICD-10-CM Index's best entries for the term give: the Index hits with the leg's top score whose code
--- is a header ("Fracture, traumatic > tibia -> S82.20-" for "fracture of left tibia"). A code under one is what that
--- entry leads to, as a coder completing the code reads it (medrag_code_candidates), and reflection narrows them.
-CREATE OR REPLACE FUNCTION medrag_index_best_headers(best jsonb, details jsonb)
-RETURNS text[]
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+-- The headers the ICD-10-CM Index's best entries for the term give, each with the entry's code (header, entry): the
+-- Index hits with the leg's top score whose code is a header ("Fracture, traumatic > tibia -> S82.20-" for "fracture of
+-- left tibia"), and for one whose code is of unspecified side where the term names a side its siblings offer, the
+-- code's parent ("Fracture, traumatic > ankle -> S82.899", Other fracture of unspecified lower leg, for "fracture of
+-- right ankle": S82.89, whose S82.891 is the right one). A code under one is what that entry leads to, as a coder
+-- completing the code reads it (medrag_code_candidates), and reflection narrows them. sides: the sides the term
+-- names (medrag_term_sides).
+DROP FUNCTION IF EXISTS medrag_index_best_headers(jsonb, jsonb);
+CREATE OR REPLACE FUNCTION medrag_index_best_headers(best jsonb, details jsonb, code_release integer, sides text[])
+RETURNS TABLE (header text, entry text)
+LANGUAGE sql STABLE
 AS $$
     WITH entry AS (
         SELECT h.value ->> 'code' AS code, (h.value ->> 'score')::float8 AS score
         FROM jsonb_each(best) h
         WHERE h.value ->> 'leg' = 'index' AND h.value ->> 'via' = '' AND h.value ->> 'system' = 'ICD-10-CM'
-    )
-    SELECT coalesce(array_agg(e.code ORDER BY e.code), '{}')
-    FROM entry e
-    WHERE e.score >= (SELECT max(score) FROM entry)
-      AND NOT coalesce((details -> ('ICD-10-CM|' || e.code) ->> 'billable')::boolean, true)
-      AND coalesce((details -> ('ICD-10-CM|' || e.code) ->> 'has_children')::boolean, false)
+    ),
+    top_entry AS (SELECT e.code FROM entry e WHERE e.score >= (SELECT max(score) FROM entry))
+    SELECT DISTINCT ON (found.header) found.header, found.entry
+    FROM (SELECT e.code AS header, e.code AS entry
+          FROM top_entry e
+          WHERE NOT coalesce((details -> ('ICD-10-CM|' || e.code) ->> 'billable')::boolean, true)
+            AND coalesce((details -> ('ICD-10-CM|' || e.code) ->> 'has_children')::boolean, false)
+          UNION ALL
+          SELECT d.parent_code, e.code
+          FROM top_entry e JOIN medrag_code_detail d ON d.release_id = code_release AND d.code = e.code
+          WHERE d.unspecified_side_of && sides AND d.parent_code IS NOT NULL
+            AND jsonb_typeof(details -> ('ICD-10-CM|' || e.code)) = 'object') found
+    ORDER BY found.header, found.entry
+$$;
+
+-- The sides a term's concepts name (right, left, both, one: medrag_code_words()'s side_lexemes; "both" as well when
+-- it names right and left), as a code's unspecified_side_of is compared with.
+CREATE OR REPLACE FUNCTION medrag_term_sides(concepts jsonb)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT medrag_with_both(ARRAY(
+        SELECT DISTINCT side.value
+        FROM jsonb_array_elements(concepts) c, jsonb_array_elements(c.value -> 'wordings') w,
+             jsonb_array_elements_text(w.value -> 'lexemes') l, medrag_code_words() cw,
+             jsonb_each_text(cw.side_lexemes) side
+        WHERE NOT coalesce((c.value ->> 'negated')::boolean, false) AND side.key = l.value
+        ORDER BY 1))
 $$;
 
 -- The lookups a round of the finder runs, from its state: in the first round the codes written in the term and, for
@@ -560,7 +587,6 @@ DECLARE
     lookup jsonb;
     results jsonb := '[]';
     new_hits jsonb;
-    index_headers text[];
     codes text[];
     sys text;
 BEGIN
@@ -633,9 +659,8 @@ BEGIN
     -- a code any leg found under a header the Index's best entries give (S82.202 under "Fracture, traumatic > tibia
     -- -> S82.20-" for "fracture of left tibia") inherits that entry (the deepest such header's), as the billable codes
     -- under a header the reflection narrows do
-    index_headers := medrag_index_best_headers(best, details);
-    SELECT coalesce(jsonb_agg(best -> ('ICD-10-CM|' || header.code || '|index')
-                              || jsonb_build_object('code', c.code, 'via', header.code, 'seq', seq + c.n)
+    SELECT coalesce(jsonb_agg(best -> ('ICD-10-CM|' || header.entry || '|index')
+                              || jsonb_build_object('code', c.code, 'via', header.header, 'seq', seq + c.n)
                               ORDER BY c.n), '[]')
     INTO new_hits
     FROM (SELECT h.value ->> 'code' AS code, row_number() OVER (ORDER BY min((h.value ->> 'seq')::bigint)) AS n
@@ -643,9 +668,11 @@ BEGIN
           WHERE h.value ->> 'system' = 'ICD-10-CM' AND NOT best ? ('ICD-10-CM|' || (h.value ->> 'code') || '|index')
             AND jsonb_typeof(details -> ('ICD-10-CM|' || (h.value ->> 'code'))) = 'object'
           GROUP BY 1) c
-    CROSS JOIN LATERAL (SELECT x AS code FROM unnest(index_headers) AS x
-                        WHERE length(x) < length(c.code) AND left(c.code, length(x)) = x
-                        ORDER BY length(x) DESC LIMIT 1) header;
+    CROSS JOIN LATERAL (SELECT x.header, x.entry
+                        FROM medrag_index_best_headers(best, details, (releases -> 'ICD-10-CM' ->> 'id')::int,
+                                                       medrag_term_sides(state -> 'concepts')) x
+                        WHERE length(x.header) < length(c.code) AND left(c.code, length(x.header)) = x.header
+                        ORDER BY length(x.header) DESC LIMIT 1) header;
     seq := seq + jsonb_array_length(new_hits);
     best := medrag_best_hits(best, new_hits, details);
     FOREACH sys IN ARRAY semantic_systems LOOP

@@ -184,13 +184,21 @@ BEGIN
                          WHERE (b.p ->> 'is_header')::boolean AND NOT (b.p ->> 'exact')::boolean
                            AND b.p ->> 'code' <> ALL (headers_expanded)
                          ORDER BY b.score DESC, b.ord);
-        -- and those the Index's best entries give, wherever they rank among the scores (at least min_score): their
-        -- codes are what those entries lead to
-        headers := headers || ARRAY(SELECT h FROM unnest(medrag_index_best_headers(state -> 'best', state -> 'details')) h
-                                    WHERE h <> ALL (headers_expanded) AND h <> ALL (headers)
+        -- and those the Index's best entries give, wherever they rank among the scores: their codes are what those
+        -- entries lead to. A header needs at least min_score; the family of a code of unspecified side (which the
+        -- side the term names contradicts) needs its entry to hold min_coverage of the term
+        headers := headers || ARRAY(SELECT b.header
+                                    FROM medrag_index_best_headers(state -> 'best', state -> 'details',
+                                                                   (releases -> 'ICD-10-CM' ->> 'id')::int,
+                                                                   medrag_term_sides(concepts)) b
+                                    WHERE b.header <> ALL (headers_expanded) AND b.header <> ALL (headers)
                                       AND EXISTS (SELECT 1 FROM jsonb_array_elements(pool) p
-                                                  WHERE p ->> 'system' = 'ICD-10-CM' AND p ->> 'code' = h
-                                                    AND (p ->> 'score')::float8 >= min_score));
+                                                  WHERE p ->> 'system' = 'ICD-10-CM' AND p ->> 'code' = b.entry
+                                                    AND CASE WHEN b.header = b.entry
+                                                             THEN (p ->> 'score')::float8 >= min_score
+                                                             ELSE (p ->> 'coverage')::float8
+                                                                  >= (cfg ->> 'min_coverage')::float8 END)
+                                    ORDER BY b.header);
         IF cardinality(headers) > 0 THEN
             headers_expanded := headers_expanded || headers;
             reasons := reasons || ('ICD-10-CM: too general: narrow ' || array_to_string(headers, ', ')

@@ -574,9 +574,9 @@ def test_eval_pairs_measures_the_finder_on_the_releases_pairs_by_kind(cli, index
     code, out, _ = cli("eval", "pairs", "--per-kind", "12", "--seed", "3", "--json")
     assert code == 0
     report = json.loads(out)
-    assert report["terms"] == 96
+    assert report["terms"] == 108
     assert set(report["by_kind"]) == {"index", "inclusion", "hcpcs_short", "negation", "drug", "reference", "side",
-                                      "neoplasm"}
+                                      "index_side", "neoplasm"}
     assert all(figures["terms"] == 12 for figures in report["by_kind"].values())
     assert 0.5 <= report["top1"] <= report["top5"] <= 1.0
     again = json.loads(cli("eval", "pairs", "--per-kind", "12", "--seed", "3", "--json")[1])
@@ -585,7 +585,8 @@ def test_eval_pairs_measures_the_finder_on_the_releases_pairs_by_kind(cli, index
     assert other["sha256"] != report["sha256"] and set(other["by_kind"]) == {"index"}
     code, _, err = cli("eval", "pairs", "--kind", "ncd_keyword")
     assert code == 2
-    assert "'ncd_keyword' is not one of index, inclusion, hcpcs_short, negation, drug, reference, side, neoplasm" in err
+    assert ("'ncd_keyword' is not one of index, inclusion, hcpcs_short, negation, drug, reference, side, index_side, "
+            "neoplasm") in err
     with indexed_engine.connect() as conn:  # each negation pair states one the filler "not elsewhere" aside
         stated = training_pairs(conn, 500, 3, ("negation",))
         drugs = training_pairs(conn, 300, 3, ("drug",))
@@ -606,6 +607,13 @@ def test_eval_pairs_measures_the_finder_on_the_releases_pairs_by_kind(cli, index
     assert len(references) > 5_000 and references["rubeola"] == "B05.9" and references["chest effusion"] == "J90"
     assert len(sides) > 3_000 and not any("unspecified" in phrase or "bilateral" in phrase for phrase in sides)
     assert sides["exudative retinopathy, both eyes"] == "H35.023" and sides["hemarthrosis, left ankle"] == "M25.072"
+    # an Index path whose code is of unspecified side, a side after it: the sibling of that side
+    with indexed_engine.connect() as conn:
+        index_sides = training_pairs(conn, 20_000, 3, ("index_side",))
+    completed = {pair.phrase: pair.code for pair in index_sides}
+    assert len(index_sides) > 300 and all(re.search(r", (right|left)$", pair.phrase) for pair in index_sides)
+    assert {completed.get("thigh puncture, left"), completed.get("thigh puncture, right")} & {"S71.132", "S71.131"}
+    assert all(code != "S71.139" for code in completed.values())
     # an entry that sends the reader to a Neoplasm Table column, with a site the table names: that row's cell
     with indexed_engine.connect() as conn:
         neoplasms = {pair.phrase: pair.code for pair in training_pairs(conn, 200_000, 3, ("neoplasm",))}

@@ -409,6 +409,24 @@ def test_a_code_under_the_header_the_index_reads_best_inherits_its_entry(finder)
         "S62.102A"
 
 
+def test_an_index_entry_of_unspecified_side_leads_to_the_side_the_term_names(finder, indexed_engine) -> None:
+    """"contusion of left interscapular region": the Index gives "Contusion > interscapular region -> S20.229" (of
+    unspecified back wall of thorax), which the side the term names contradicts; its family under S20.22 is what the
+    entry leads to: S20.222 (left back wall) inherits it, through the header reflection narrows."""
+    search = finder.find("contusion of left interscapular region, initial encounter", systems=[ICD10CM])
+    assert codes_of(search, ICD10CM)[0] == "S20.222A", search.trace
+    assert "reflect: ICD-10-CM: too general: narrow S20.22 to billable leaf codes" in search.trace
+    scored = [line for line in search.trace if line.startswith("score ICD-10-CM")][-1]
+    explained = {part.split()[0]: part for part in scored.removeprefix("score ICD-10-CM: ").split("); ")}
+    assert "Index: Contusion > interscapular region -> S20.229" in explained["S20.222"]
+    with indexed_engine.connect() as conn:
+        sides = conn.execute(text("SELECT medrag_term_sides(CAST(:c AS jsonb))"), {"c": json.dumps([
+            {"negated": False, "wordings": [{"lexemes": ["right"]}]},
+            {"negated": False, "wordings": [{"lexemes": ["left-sid"]}]},
+            {"negated": True, "wordings": [{"lexemes": ["bilater"]}]}])}).scalar()
+    assert sides == ["left", "right", "both"]  # both: it names right and left; a negated concept names nothing
+
+
 def test_the_visit_a_term_names_picks_the_seventh_character(finder) -> None:
     """"follow-up visit" is the subsequent encounter (D): set aside from the words searched, it picks the form."""
     search = finder.find("acetaminophen overdose, accidental, follow-up visit")

@@ -119,11 +119,12 @@ def eval_codes(terms_file: Path, as_json: bool, overrides: tuple[str, ...]) -> N
 @click.option("--per-kind", default=1000, show_default=True, type=click.IntRange(min=1),
               help="Pairs of each kind.")
 @click.option("--kind", "kinds", multiple=True,
-              metavar="index|inclusion|hcpcs_short|negation|drug|reference|side|neoplasm",
+              metavar="index|inclusion|hcpcs_short|negation|drug|reference|side|index_side|neoplasm",
               help="Which kinds of pair (repeatable); default: all: Index paths, inclusion terms, HCPCS short "
                    "descriptions, Index paths and inclusion terms that state a negation, Table of Drugs rows and "
-                   "columns, Index entries that refer elsewhere, Tabular descriptions that name a side, Index "
-                   "entries that send the reader to a Neoplasm Table column with a site of the table.")
+                   "columns, Index entries that refer elsewhere, Tabular descriptions that name a side, Index paths "
+                   "to a code of unspecified side with a side named, Index entries that send the reader to a "
+                   "Neoplasm Table column with a site of the table.")
 @seed_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
 @set_option

@@ -28,7 +28,7 @@ from medrag.retrieval.training import TrainingPair
 _TIER_ORDER = (HIGH, MEDIUM, POSSIBLE, GUESS)
 # The code system each kind of release pair names (an NCD keyword names a document, not a code).
 PAIR_SYSTEMS = {"index": ICD10CM, "inclusion": ICD10CM, "hcpcs_short": HCPCS, "negation": ICD10CM, "drug": ICD10CM,
-                "reference": ICD10CM, "side": ICD10CM, "neoplasm": ICD10CM}
+                "reference": ICD10CM, "side": ICD10CM, "index_side": ICD10CM, "neoplasm": ICD10CM}
 
 
 class DevSetError(MedragError):

@@ -16,6 +16,10 @@
   written as people say it, "both" and the unspecified sibling's site ("Exudative retinopathy, bilateral" ->
   "exudative retinopathy, both eyes" -> H35.023; "..., left ankle" as written): how the finder reads a side named,
   never coded to the unspecified side;
+- index_side: an Index path whose code is of unspecified side where its family names right and left, read as the index
+  kind reads paths, and a side ("Puncture > thigh" -> S71.139 -> "thigh puncture, left") -> the sibling of that side
+  (S71.132, Puncture wound without foreign body, left thigh): how the finder completes the code an Index entry gives
+  with the side the term names;
 - ncd_keyword: one of an NCD's keywords (the MCD's own list: "colon cleansing" -> NCD 100.7);
 - misspelled: a phrase of the kinds above with one typing slip in its longest word (a letter doubled, two swapped,
   one dropped, a vowel changed), the pair's code unchanged: how the search's trigram leg earns its weight.
@@ -35,8 +39,8 @@ from sqlalchemy import Connection, text
 
 # The document source each kind's pairs name.
 SOURCES = {"index": "icd10cm", "inclusion": "icd10cm", "hcpcs_short": "hcpcs", "negation": "icd10cm",
-           "drug": "icd10cm", "reference": "icd10cm", "side": "icd10cm", "neoplasm": "icd10cm",
-           "ncd_keyword": "ncd"}
+           "drug": "icd10cm", "reference": "icd10cm", "side": "icd10cm", "index_side": "icd10cm",
+           "neoplasm": "icd10cm", "ncd_keyword": "ncd"}
 # An Index path read innermost first ("Cyst > ovary, ovarian > serous" -> "serous ovary cyst"), each level's first
 # wording, nonessential modifiers left out.
 _INDEX_PHRASE = """lower(array_to_string(ARRAY(SELECT btrim(split_part(regexp_replace(part, '\\s*\\([^)]*\\)', '', 'g'),
@@ -136,6 +140,24 @@ _PAIRS = {
                 AND (c.description !~* ',\\s*bilateral$' OR site.name IS NOT NULL)) sided
         GROUP BY phrase HAVING count(DISTINCT code) = 1
         ORDER BY min(draw) LIMIT :n""",
+    # an Index to Diseases path of at most three levels whose code is of unspecified side, its family naming right and
+    # left (medrag_code_detail.unspecified_side_of), read as _INDEX_PHRASE reads a path, ", right" or ", left" after it
+    # (md5 of seed and entry) -> the sibling whose description is the code's with "unspecified" read as that side
+    "index_side": f"""
+        SELECT {_INDEX_PHRASE} || ', ' || side.name AS phrase, s.code
+        FROM v_icd10cm_index e
+        JOIN release r ON r.is_current AND r.source = 'icd10cm'
+        JOIN medrag_code_detail d ON d.release_id = r.id AND d.code = e.code
+                                 AND d.unspecified_side_of && ARRAY['left', 'right']
+        JOIN icd10cm_code u ON u.release_id = r.id AND u.code = e.code
+        CROSS JOIN LATERAL (SELECT CASE WHEN ('x' || left(md5(:seed || e.entry_id::text), 8))::bit(32)::int % 2 = 0
+                                        THEN 'right' ELSE 'left' END AS name) side
+        JOIN icd10cm_code s ON s.release_id = r.id AND s.parent_code = u.parent_code AND s.code <> u.code
+                           AND medrag_word_bag(s.description)
+                               = medrag_word_bag(regexp_replace(u.description, '\\yunspecified\\y', side.name, 'i'))
+        WHERE e.index_name = 'diseases' AND e.code ~ '^[A-Z][0-9A-Z.]+[0-9A-Z]$' AND e.level <= 2
+          AND e.path !~* '(NEC|NOS|see |specified|other|unspecified)' AND e.release = {_INDEX_RELEASE}
+        ORDER BY md5(:seed || e.entry_id::text) LIMIT :n""",
     # an Index entry that sends the reader to a whole column of the Neoplasm Table ("Metastasis, metastatic > spread -
     # see Neoplasm, secondary, by site"), read as _INDEX_PHRASE reads a path, and a site the table names as a row of
     # its own (its first wording): the code of that row's cell in that column ("spread metastasis of liver": C78.7)
