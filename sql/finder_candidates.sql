@@ -587,6 +587,7 @@ DECLARE
     lookup jsonb;
     results jsonb := '[]';
     new_hits jsonb;
+    index_headers jsonb;  -- [[header, entry], ...] of medrag_index_best_headers
     codes text[];
     sys text;
 BEGIN
@@ -659,6 +660,9 @@ BEGIN
     -- a code any leg found under a header the Index's best entries give (S82.202 under "Fracture, traumatic > tibia
     -- -> S82.20-" for "fracture of left tibia") inherits that entry (the deepest such header's), as the billable codes
     -- under a header the reflection narrows do
+    SELECT coalesce(jsonb_agg(jsonb_build_array(x.header, x.entry) ORDER BY x.header), '[]') INTO index_headers
+    FROM medrag_index_best_headers(best, details, (releases -> 'ICD-10-CM' ->> 'id')::int,
+                                   medrag_term_sides(state -> 'concepts')) x;
     SELECT coalesce(jsonb_agg(best -> ('ICD-10-CM|' || header.entry || '|index')
                               || jsonb_build_object('code', c.code, 'via', header.header, 'seq', seq + c.n)
                               ORDER BY c.n), '[]')
@@ -668,11 +672,11 @@ BEGIN
           WHERE h.value ->> 'system' = 'ICD-10-CM' AND NOT best ? ('ICD-10-CM|' || (h.value ->> 'code') || '|index')
             AND jsonb_typeof(details -> ('ICD-10-CM|' || (h.value ->> 'code'))) = 'object'
           GROUP BY 1) c
-    CROSS JOIN LATERAL (SELECT x.header, x.entry
-                        FROM medrag_index_best_headers(best, details, (releases -> 'ICD-10-CM' ->> 'id')::int,
-                                                       medrag_term_sides(state -> 'concepts')) x
-                        WHERE length(x.header) < length(c.code) AND left(c.code, length(x.header)) = x.header
-                        ORDER BY length(x.header) DESC LIMIT 1) header;
+    CROSS JOIN LATERAL (SELECT x.value ->> 0 AS header, x.value ->> 1 AS entry
+                        FROM jsonb_array_elements(index_headers) x
+                        WHERE length(x.value ->> 0) < length(c.code)
+                          AND left(c.code, length(x.value ->> 0)) = x.value ->> 0
+                        ORDER BY length(x.value ->> 0) DESC LIMIT 1) header;
     seq := seq + jsonb_array_length(new_hits);
     best := medrag_best_hits(best, new_hits, details);
     FOREACH sys IN ARRAY semantic_systems LOOP
