@@ -90,6 +90,18 @@ AS $$
                 ELSE sides END
 $$;
 
+-- The sides lexemes name (medrag_code_words()'s side_lexemes: right, left, both, one), "both" as well when they name
+-- right and left: the sides a term asks for, which a code's sides and unspecified_side_of are compared with.
+CREATE OR REPLACE FUNCTION medrag_lexeme_sides(lexemes text[])
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT medrag_with_both(ARRAY(SELECT DISTINCT side.value
+                                  FROM medrag_code_words() w, jsonb_each_text(w.side_lexemes) side
+                                  WHERE side.key = ANY (lexemes)
+                                  ORDER BY 1))
+$$;
+
 -- A jsonb array of strings as a text[] (the two literals quote strings alike): a cast, not a sub-select per
 -- element.
 CREATE OR REPLACE FUNCTION medrag_text_array(strings jsonb)

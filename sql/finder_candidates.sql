@@ -484,19 +484,16 @@ AS $$
     ORDER BY found.header, found.entry
 $$;
 
--- The sides a term's concepts name (right, left, both, one: medrag_code_words()'s side_lexemes; "both" as well when
--- it names right and left), as a code's unspecified_side_of is compared with.
+-- The sides a term's affirmed concepts name (medrag_lexeme_sides of their wordings' lexemes).
 CREATE OR REPLACE FUNCTION medrag_term_sides(concepts jsonb)
 RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT medrag_with_both(ARRAY(
-        SELECT DISTINCT side.value
+    SELECT medrag_lexeme_sides(ARRAY(
+        SELECT l.value
         FROM jsonb_array_elements(concepts) c, jsonb_array_elements(c.value -> 'wordings') w,
-             jsonb_array_elements_text(w.value -> 'lexemes') l, medrag_code_words() cw,
-             jsonb_each_text(cw.side_lexemes) side
-        WHERE NOT coalesce((c.value ->> 'negated')::boolean, false) AND side.key = l.value
-        ORDER BY 1))
+             jsonb_array_elements_text(w.value -> 'lexemes') l
+        WHERE NOT coalesce((c.value ->> 'negated')::boolean, false)))
 $$;
 
 -- The lookups a round of the finder runs, from its state: in the first round the codes written in the term and, for

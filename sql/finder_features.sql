@@ -66,9 +66,7 @@ AS $$
                      WHERE x <> ALL (t.absent) AND x <> ALL ((SELECT neutral_lexemes FROM cfg)::text[])) AS affirmed,
                -- the sides the term names: a code of another side than the term's is another code ("Hearing aid,
                -- monaural" for "hearing aids for both ears", "... left knee" for "right knee")
-               medrag_with_both(ARRAY(SELECT DISTINCT side.value
-                                      FROM cfg, jsonb_each_text(cfg.side_lexemes) side
-                                      WHERE side.key = ANY (t.explained))) AS asked_sides
+               medrag_lexeme_sides(t.explained) AS asked_sides
         FROM (SELECT term ->> 'system' AS system,
                      ARRAY(SELECT jsonb_array_elements_text(term -> 'lexemes')) AS lexemes,
                      ARRAY(SELECT jsonb_array_elements_text(term -> 'explained')) AS explained,
