@@ -1,24 +1,29 @@
 -- Stage 6 of the code finder (sql/finder.sql): choose and tier.
 
 -- The 7th-character form to report for a candidate whose code needs one ([code, description, character, meaning]):
--- the first whose meaning is the encounter the term names ("first visit": initial), else the Tabular's first (A,
+-- the first whose meaning is the encounter the term names ("first visit": initial), and of those the one whose
+-- meaning holds the most of the term's lexemes (medrag_seventh_held: "open fracture ..., initial encounter" is B,
+-- "initial encounter for open fracture type I or II", not A, "... for closed fracture"), else the Tabular's first (A,
 -- initial encounter; 0, unspecified); NULL when the code was typed as it is or needs none.
-CREATE OR REPLACE FUNCTION medrag_seventh_form(candidate jsonb, encounter text)
+DROP FUNCTION IF EXISTS medrag_seventh_form(jsonb, text);
+CREATE OR REPLACE FUNCTION medrag_seventh_form(candidate jsonb, encounter text, lexemes text[] DEFAULT '{}')
 RETURNS jsonb
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT CASE WHEN (candidate ->> 'exact')::boolean
                   OR jsonb_typeof(candidate -> 'detail' -> 'seventh') IS DISTINCT FROM 'array'
                   OR jsonb_array_length(candidate -> 'detail' -> 'seventh') = 0 THEN NULL
-                ELSE coalesce((SELECT f.value
-                               FROM jsonb_array_elements(candidate -> 'detail' -> 'seventh') WITH ORDINALITY AS f(value, n)
-                               WHERE encounter IS NOT NULL AND strpos(lower(f.value ->> 3), encounter) > 0
-                               ORDER BY f.n LIMIT 1),
-                              candidate -> 'detail' -> 'seventh' -> 0) END
+                ELSE (SELECT f.value
+                      FROM jsonb_array_elements(candidate -> 'detail' -> 'seventh') WITH ORDINALITY AS f(value, n)
+                      ORDER BY encounter IS NOT NULL AND strpos(lower(f.value ->> 3), encounter) > 0 DESC,
+                               cardinality(medrag_seventh_held(f.value ->> 3, lexemes)) DESC, f.n
+                      LIMIT 1) END
 $$;
 
 -- The trace line saying which 7th character was added, why, and which others the code takes.
-CREATE OR REPLACE FUNCTION medrag_describe_seventh(candidate jsonb, form jsonb, encounter text)
+DROP FUNCTION IF EXISTS medrag_describe_seventh(jsonb, jsonb, text);
+CREATE OR REPLACE FUNCTION medrag_describe_seventh(candidate jsonb, form jsonb, encounter text,
+                                                   lexemes text[] DEFAULT '{}')
 RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
@@ -26,6 +31,8 @@ AS $$
            || (form ->> 3)
            || CASE WHEN encounter IS NOT NULL AND strpos(lower(form ->> 3), encounter) > 0
                    THEN '; the term names the ' || encounter || ' encounter' ELSE '' END
+           || CASE WHEN form <> medrag_seventh_form(candidate, encounter)
+                   THEN '; its meaning holds the most of the term' ELSE '' END
            || coalesce('; also ' || (SELECT string_agg((f.value ->> 2) || ' ' || (f.value ->> 3), ', ' ORDER BY f.n)
                                      FROM jsonb_array_elements(candidate -> 'detail' -> 'seventh')
                                          WITH ORDINALITY AS f(value, n)
@@ -78,6 +85,10 @@ DECLARE
     trace text[] := ARRAY(SELECT jsonb_array_elements_text(state -> 'trace'));
     timings jsonb := state -> 'timings';
     related_started constant timestamptz := clock_timestamp();
+    -- what the term says is so, which picks a 7th character among those of its encounter
+    affirmed constant text[] := ARRAY(SELECT DISTINCT l FROM medrag_term_concepts(state -> 'concepts') c,
+                                                             unnest(c.lexemes) AS l
+                                      WHERE NOT c.negated);
     chosen jsonb;
     output jsonb;
 BEGIN
@@ -137,11 +148,12 @@ BEGIN
                                ELSE '[]' END
                        || coalesce(lcds.listed, '[]'))
             ORDER BY c.n), '[]'),
-        'seventh', coalesce(jsonb_agg(medrag_describe_seventh(c.value, f.form, cls ->> 'encounter') ORDER BY c.n)
+        'seventh', coalesce(jsonb_agg(medrag_describe_seventh(c.value, f.form, cls ->> 'encounter', affirmed)
+                                      ORDER BY c.n)
                             FILTER (WHERE f.form IS NOT NULL), '[]'))
     INTO output
     FROM jsonb_array_elements(chosen) WITH ORDINALITY AS c(value, n)
-    CROSS JOIN LATERAL (SELECT medrag_seventh_form(c.value, cls ->> 'encounter') AS form) f
+    CROSS JOIN LATERAL (SELECT medrag_seventh_form(c.value, cls ->> 'encounter', affirmed) AS form) f
     LEFT JOIN LATERAL (
         SELECT jsonb_agg(jsonb_build_object('source', 'lcd', 'key', l.lcd, 'title', l.title,
                                             'contractors', to_jsonb(l.contractors))

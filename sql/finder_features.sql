@@ -15,6 +15,23 @@ AS $$
                  WHERE kind = 'diagnosis' AND strpos(code, '.') > 1 AND i <> strpos(code, '.') ORDER BY i)
 $$;
 
+-- The lexemes of what a 7th character's meaning says beyond the encounter that a term holds (open and fractur of
+-- "initial encounter for open fracture type I or II" for "open fracture of the radius"; the encounter is the term's
+-- visit, which picks the form first, not a word a code holds: "encounter for flu vaccination" is Z23): a code is
+-- reported in the form holding the most of them (medrag_seventh_form), and holds what that form says.
+CREATE OR REPLACE FUNCTION medrag_seventh_held(meaning text, lexemes text[])
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN cardinality(lexemes) > 0
+                THEN ARRAY(SELECT x
+                           FROM unnest(tsvector_to_array(to_tsvector(
+                                    'english'::regconfig,
+                                    regexp_replace(meaning, '^.*?\yencounter\y(\s+for\y)?', '', 'i')))) AS x
+                           WHERE x = ANY (lexemes))
+                ELSE '{}' END
+$$;
+
 -- What medrag_score_codes reads of a system's candidates: each code the release has, whether it was written in the
 -- term, its cosine to the term, the best rank it had in each leg and the Index entry that found it (its wording).
 CREATE OR REPLACE FUNCTION medrag_code_scoring_input(best jsonb, details jsonb, similarities jsonb, code_system text)
@@ -141,15 +158,48 @@ AS $$
                     ELSE w.says_other END AS says_other_word
         FROM wording w JOIN candidate c ON c.code = w.code
     ),
+    seventh_form AS MATERIALIZED (
+        SELECT c.code, f.value ->> 3 AS meaning, f.n
+        FROM candidate c
+        CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(c.seventh) = 'array' THEN c.seventh
+                                                     ELSE '[]' END) WITH ORDINALITY AS f(value, n)
+    ),
+    seventh_lexeme AS MATERIALIZED (
+        -- a code taking a 7th character is reported completed: what the form holding the most of the term says is
+        -- the code's too (S82.891A, "... initial encounter for closed fracture", for a closed fracture); each
+        -- meaning read once
+        SELECT DISTINCT ON (f.code) f.code, held.lexemes
+        FROM seventh_form f
+        JOIN (SELECT m.meaning, medrag_seventh_held(m.meaning, q.lexemes) AS lexemes
+              FROM (SELECT DISTINCT meaning FROM seventh_form) m CROSS JOIN q) held USING (meaning)
+        ORDER BY f.code, cardinality(held.lexemes) DESC, f.n
+    ),
+    added_lexeme AS MATERIALIZED (
+        -- what a code's description adds to the code above it whose wording it inherits: a code reached through
+        -- that wording is the wording and what the code adds ("Fracture, traumatic > radius" gives S52.9-; S52.91,
+        -- "... of right forearm", adds the side)
+        SELECT w.code, w.source, array_agg(DISTINCT x) AS lexemes
+        FROM (SELECT DISTINCT code, source FROM wording WHERE inherited) w
+        JOIN candidate c ON c.code = w.code
+        CROSS JOIN LATERAL unnest(c.description_lexemes) AS x
+        WHERE x <> ALL (c.excluded)
+          AND NOT EXISTS (SELECT 1 FROM ancestor_lexeme a
+                          WHERE a.code = w.code AND a.lexeme = x AND starts_with(w.source, a.ancestor))
+        GROUP BY w.code, w.source
+    ),
     coverage AS MATERIALIZED (
-        -- the share of the term's focus concepts a wording holds, each concept by its best wording's share; a word
-        -- the wording (or the description, whatever the wording) names only after "without" covers nothing,
-        -- unless the term says "without" too, or states that it is not so as ICD-10-CM does
+        -- the share of the term's focus concepts a wording holds (an inherited one with what the code adds to
+        -- it), each concept by its best wording's share; a word the wording (or the description, whatever the
+        -- wording) names only after "without" covers nothing, unless the term says "without" too, or states that
+        -- it is not so as ICD-10-CM does
         SELECT id, sum(share ORDER BY concept_n) AS total
         FROM (SELECT id, concept_n, max(share) AS share
-              FROM (SELECT w.id, l.concept_n, l.weight * count(*)::float8 / l.size AS share
+              FROM (SELECT w.id, l.concept_n, l.weight * count(DISTINCT x)::float8 / l.size AS share
                     FROM wording_key w JOIN candidate c ON c.code = w.code CROSS JOIN q
-                    CROSS JOIN LATERAL unnest(w.lexemes) AS x
+                    LEFT JOIN added_lexeme a ON w.inherited AND a.code = w.code AND a.source = w.source
+                    LEFT JOIN seventh_lexeme s7 ON s7.code = w.code
+                    CROSS JOIN LATERAL unnest(w.lexemes || coalesce(a.lexemes, '{}') || coalesce(s7.lexemes, '{}'))
+                        AS x
                     JOIN concept_lexeme l ON l.role = 'focus' AND l.lexeme = x
                     -- ("no loss of consciousness": what a code's "without" clause says too)
                     WHERE q.asks_without OR x = ANY (q.absent)
@@ -175,9 +225,10 @@ AS $$
     ),
     added AS (
         -- through an inherited wording, what the code's description adds to that ancestor's (and to the
-        -- descriptions above it) is unexplained, unless the term explains it
-        SELECT w.id, count(*) AS unexplained
-        FROM wording_key w JOIN content d ON d.code = w.code AND d.is_description AND NOT d.explained
+        -- descriptions above it) is the wording's content too: explained where the term says it, else unexplained
+        SELECT w.id, count(*) FILTER (WHERE NOT d.explained) AS unexplained,
+               count(*) FILTER (WHERE d.explained) AS explained
+        FROM wording_key w JOIN content d ON d.code = w.code AND d.is_description
         WHERE w.inherited
           AND NOT EXISTS (SELECT 1 FROM ancestor_lexeme a
                           WHERE a.code = w.code AND a.lexeme = d.lexeme AND starts_with(w.source, a.ancestor))
@@ -194,7 +245,7 @@ AS $$
         LEFT JOIN coverage wc ON wc.id = w.id
         CROSS JOIN cfg CROSS JOIN q,
              LATERAL (SELECT coalesce(wc.total, 0) / q.n_focus AS coverage) cov,
-             LATERAL (SELECT coalesce(cc.explained, 0) AS explained,
+             LATERAL (SELECT coalesce(cc.explained, 0) + coalesce(added.explained, 0) AS explained,
                              coalesce(cc.size, 0) - coalesce(cc.explained, 0) + coalesce(added.unexplained, 0)
                              -- an "Other ..." or "NEC" residual is what the term did not say, unless it says "other"
                              + CASE WHEN NOT q.asks_other AND w.says_other_word THEN 1 ELSE 0 END AS unexplained) u,

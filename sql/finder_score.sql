@@ -4,7 +4,8 @@
 -- semantic) x routing prior, where
 -- - lexical: coverage x (precision_floor + (1 - precision_floor) x precision) of the code's best wording (its description, an inclusion term, a term
 --   of a code above it, or the Index entry that led to it). Coverage is the share of the term's concepts found in the
---   wording (a word the wording names only after "without" does not count); precision the share of the wording's
+--   wording, a wording of a code above it with what the code adds to that code (a word the wording names only after
+--   "without" does not count); precision the share of the wording's
 --   content the term explains (nonessential modifiers in parentheses and filler such as "NOS" set aside; "Other ..."
 --   residual codes and, through an inherited wording, what the code adds to that ancestor count as unexplained); a
 --   HCPCS description that starts with the term's head noun, and a term's other half (a multi-intent term), add a

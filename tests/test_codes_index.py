@@ -437,6 +437,25 @@ def test_the_visit_a_term_names_picks_the_seventh_character(finder) -> None:
     assert codes_of(finder.find("acetaminophen overdose, accidental, first visit"), ICD10CM)[0] == "T39.1X1A"
 
 
+def test_the_seventh_character_is_the_form_holding_the_most_of_the_term(finder, indexed_engine) -> None:
+    """An open fracture's initial encounter is B ("initial encounter for open fracture type I or II"), not A, the
+    Tabular's first ("... for closed fracture"), which a term saying neither still gets."""
+    search = finder.find("open fracture of right radius, initial encounter", systems=[ICD10CM])
+    first = search.results[0]
+    assert first.code.startswith("S52.") and first.code.endswith("B"), search.trace
+    assert first.display.endswith("initial encounter for open fracture type I or II")
+    assert any(line.startswith("7th character: ") and f" -> {first.code} (B " in line
+               and "; its meaning holds the most of the term" in line for line in search.trace), search.trace
+    form = text("SELECT medrag_seventh_form(jsonb_build_object('detail', jsonb_build_object('seventh', d.seventh)), "
+                "CAST(:encounter AS text), CAST(:lexemes AS text[])) ->> 2 FROM medrag_code_detail d "
+                "JOIN release r ON r.id = d.release_id AND r.label = 'FY2026' WHERE d.code = 'S82.891'")
+    asked = ({"encounter": "initial", "lexemes": ["fractur"]}, {"encounter": "initial", "lexemes": ["open"]},
+             {"encounter": "subsequent", "lexemes": ["nonunion", "open"]}, {"encounter": None, "lexemes": ["malunion"]})
+    with indexed_engine.connect() as conn:
+        forms = [conn.execute(form, given).scalar_one() for given in asked]
+    assert forms == ["A", "B", "M", "P"]
+
+
 def test_seventh_character_forms_are_rows_of_the_tabular_release(indexed_engine) -> None:
     with indexed_engine.connect() as conn:
         forms = conn.execute(text(

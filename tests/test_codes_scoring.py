@@ -94,6 +94,34 @@ def test_what_the_description_excludes_no_other_wording_covers(score) -> None:
     assert found["I11.9"].coverage == pytest.approx(2 / 3)
 
 
+def test_a_code_reached_through_a_wording_above_it_holds_what_it_adds_to_it(score) -> None:
+    """"Fracture, traumatic > radius" gives S52.9-: S52.91, "Unspecified fracture of right forearm", is that entry
+    and the side it adds, so it holds all of "fracture of right radius", as M84.333 "Stress fracture, right radius"
+    does without saying "stress"."""
+    core = ["fractur", "radius"]
+    query = _query(("fracture", {"fractur"}), ("right", {"right"}), ("radius", {"radius"}))
+    found = score(query, [_candidate("M84.333"),
+                          _candidate("S52.91", 2, index=["Index: Fracture, traumatic > radius -> S52.9-", "S52.9",
+                                                         ["fractur", "radius", "traumat"], core, []])])
+    assert found["S52.91"].coverage == 1.0 and found["S52.91"].best_term.startswith("Index: Fracture, traumatic")
+    assert found["S52.91"].lexical > found["M84.333"].lexical
+    # what S52.92 adds ("left") covers nothing the term says: the Index's wording alone holds two of its three words
+    left = score(query, [_candidate("S52.92", index=["Index: Fracture, traumatic > radius -> S52.9-", "S52.9",
+                                                      ["fractur", "radius", "traumat"], core, []])])
+    assert left["S52.92"].coverage == pytest.approx(2 / 3) and left["S52.92"].score == 0.0  # another side
+
+
+def test_a_code_taking_a_seventh_character_holds_what_its_form_says_beyond_the_encounter(score) -> None:
+    """S82.891A is "Other fracture of right lower leg, initial encounter for closed fracture": it holds a closed
+    fracture, which M84.371's forms ("... initial encounter for fracture") do not; no form's encounter covers the
+    term's "encounter" (Z23, "Encounter for immunization", is what says it)."""
+    closed = score(_query(("closed", {"close"}), ("fracture", {"fractur"}), ("right", {"right"}),
+                          ("lower leg", {"lower", "leg"})), [_candidate("S82.891"), _candidate("M84.361", 2)])
+    assert closed["S82.891"].coverage == 1.0 and closed["M84.361"].coverage == 0.5
+    encounter = score(_query(("encounter", {"encount"}), ("fracture", {"fractur"})), [_candidate("S82.891")])
+    assert encounter["S82.891"].coverage == 0.5
+
+
 def test_an_inherited_nos_term_makes_the_default_child_win(score) -> None:
     """E11's inclusion term "diabetes NOS" applies to the codes under it, and makes E11.9 the default."""
     found = score(_query(("diabetes", {"diabet"})), [_candidate("E11.9"), _candidate("E11.620", 2)])
