@@ -237,7 +237,9 @@ $$;
 -- breast > subareolar > left" is a subareolar lump: "left" implies no site). So does a level a connective subterm
 -- qualifies ("Alcohol > intoxication > with > dependence" is alcohol intoxication with dependence, F10.229, not the
 -- alcohol dependence of "Dependence > alcohol", F10.20), and one a connective other than "without" introduces
--- ("Hernia > inguinal > bilateral > with > gangrene > recurrent", K40.11, says gangrene).
+-- ("Hernia > inguinal > bilateral > with > gangrene > recurrent", K40.11, says gangrene), and a level a connective
+-- opens ("Gout, gouty > in renal impairment > knee", M10.36-, is gout due to renal impairment); the connectives are
+-- the loader's (medrag_index_connectives).
 CREATE OR REPLACE FUNCTION medrag_code_index_leg(code_release integer, index_release integer, term_lexemes text[],
                                                  n integer, two_tiers boolean DEFAULT true)
 RETURNS TABLE (code text, leg_rank integer, leg_score double precision, evidence text, lexemes text[],
@@ -354,12 +356,12 @@ AS $$
                     split_part(m.path[1], ',', 1) || ' '
                     || coalesce((SELECT string_agg(m.path[i], ' ' ORDER BY i)
                                  FROM generate_subscripts(m.path, 1) AS i
-                                 CROSS JOIN LATERAL (SELECT '^(with|without|in|due to|following|during)$' AS pattern
-                                                     ) connective
+                                 CROSS JOIN medrag_index_connectives() connective
                                  WHERE i > 1 AND i < cardinality(m.path)
-                                   AND ((i < cardinality(m.path) - 1 AND m.path[i + 1] ~* connective.pattern)
-                                        OR (m.path[i - 1] ~* connective.pattern
-                                            AND m.path[i - 1] !~* '^without$'))) || ' ', '')
+                                   AND ((i < cardinality(m.path) - 1 AND m.path[i + 1] ~* connective.alone)
+                                        OR (m.path[i - 1] ~* connective.alone AND m.path[i - 1] !~* '^without$')
+                                        OR (m.path[i] ~* connective.opening AND m.path[i] !~* '^without\s'))) || ' ',
+                             '')
                     || CASE WHEN length(to_tsvector('english', m.path[cardinality(m.path)])) = 0
                                  OR tsvector_to_array(to_tsvector('english', m.path[cardinality(m.path)]))
                                     <@ ARRAY(SELECT jsonb_object_keys(w.side_lexemes) FROM medrag_code_words() w)

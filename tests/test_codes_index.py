@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -454,6 +455,26 @@ def test_the_seventh_character_is_the_form_holding_the_most_of_the_term(finder, 
     with indexed_engine.connect() as conn:
         forms = [conn.execute(form, given).scalar_one() for given in asked]
     assert forms == ["A", "B", "M", "P"]
+
+
+def test_a_level_a_connective_opens_is_part_of_what_an_entry_says(finder, indexed_engine) -> None:
+    """"Gout, gouty > in renal impairment > knee -> M10.36-" (its words given back by the loader) is gout due to renal
+    impairment: M10.361, with the side it adds, holds "gout of the right knee" only with "renal impairment" left
+    unexplained, so M10.061 (idiopathic gout, right knee) comes first."""
+    search = finder.find("gout of the right knee", systems=[ICD10CM])
+    assert codes_of(search, ICD10CM)[0] == "M10.061", search.trace
+    with indexed_engine.connect() as conn:
+        core = conn.execute(text(
+            "SELECT leg.core_lexemes FROM medrag_code_index_leg("
+            "(SELECT id FROM release WHERE source = 'icd10cm' AND label = 'FY2026'), "
+            "(SELECT id FROM release WHERE source = 'icd10cm' AND label = 'FY2025'), "
+            "ARRAY['gout', 'renal', 'impair', 'knee'], 50) leg "
+            "WHERE leg.evidence = 'Index: Gout, gouty > in renal impairment > knee -> M10.36-'")).scalar_one()
+        patterns = conn.execute(text("SELECT alone, opening FROM medrag_index_connectives()")).one()
+    assert {"renal", "impair"} <= set(core)
+    assert [bool(re.match(patterns.alone, level, re.IGNORECASE)) for level in ("due to", "in renal impairment")] == [
+        True, False]
+    assert re.match(patterns.opening, "in renal impairment", re.IGNORECASE)
 
 
 def test_seventh_character_forms_are_rows_of_the_tabular_release(indexed_engine) -> None:

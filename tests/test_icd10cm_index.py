@@ -19,6 +19,7 @@ from medrag.sources.icd10cm.index import (
     parse_derived_index_csv,
     parse_index_files,
     parse_index_xml,
+    restore_connective_objects,
 )
 from medrag.sources.icd10cm.release import parse_order_file
 from medrag.sources.icd10cm.xmlfile import Icd10cmFormatError
@@ -249,6 +250,23 @@ def test_a_reference_to_one_neoplasm_table_cell_gives_its_code(indexes) -> None:
 def test_generic_see_also_condition_is_not_an_alias(indexes) -> None:
     condition = _entry(indexes[DISEASES], "Condition")
     assert condition.aliases == []
+
+
+def test_a_bare_connective_giving_a_code_gets_back_the_words_its_codes_title_says(fy2025, titles) -> None:
+    """The derived CSV writes "Gout, gouty > in (due to) renal impairment -> M10.30" as the title "in": M10.30's
+    title ("Gout due to renal impairment, unspecified site") gives the words back, and the subterms under it say
+    them too; a bare connective whose code's title names nothing after it ("Zoster scleritis") stays bare."""
+    files = {path.name: path for path in fy2025.iterdir() if index_member_kind(path.name)}
+    diseases = next(parsed for parsed in parse_index_files(files, titles) if parsed.index_name == DISEASES)
+    gout = _entry(diseases, "Gout, gouty", "in renal impairment")
+    assert gout.code == "M10.30" and gout.nemod == "(due to)"
+    assert _entry(diseases, "Gout, gouty", "in renal impairment", "knee").code == "M10.36-"
+    assert _entry(diseases, "Hepatitis", "B", "with hepatic coma").code == "B19.11"
+    assert _entry(diseases, "Scleritis", "in").code == "B02.34"
+    again = parse_derived_index_csv(fy2025 / "DERIVED-index-to-diseases-2025.csv")
+    assert [entry.title for entry in restore_connective_objects(again, titles)] == [
+        "in renal impairment", "in renal impairment", "with hepatic coma", "in Chagas' disease"]
+    assert not restore_connective_objects(parse_derived_index_csv(fy2025 / "DERIVED-index-to-diseases-2025.csv"), {})
 
 
 def test_title_that_is_all_modifier_keeps_its_words(indexes) -> None:

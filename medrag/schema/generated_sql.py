@@ -3,7 +3,8 @@
 One script, `generated.sql` in medrag_sql_script, hash-checked like the hand-written ones: every ranking and
 threshold number (medrag.core.tuning), identifier shapes and the code sets' names (medrag.core.identifiers), the
 code finder's word lists (medrag.codes.consolidate) and names (medrag.codes.finder), its synonym table
-(medrag.codes.synonyms), classification (medrag.codes.classify) and term analysis (medrag.codes.terms), and the
+(medrag.codes.synonyms), classification (medrag.codes.classify) and term analysis (medrag.codes.terms), the ICD-10-CM
+Index's connecting words (medrag.sources.icd10cm.index), and the
 document kinds with their search groups and vector indexes (medrag.core.registry). A new document kind needs no SQL
 edit here.
 """
@@ -19,6 +20,7 @@ from medrag.core.identifiers import code_shapes_sql, default_cue_sql, identifier
 from medrag.core.registry import CODE_GROUP, POLICY_GROUP, document_kinds, group_graphs
 from medrag.core.synonyms import synonym_rows_sql
 from medrag.core.tuning import settings_sql
+from medrag.sources.icd10cm.index import INDEX_CONNECTIVES
 
 GENERATED_SCRIPT = "generated.sql"
 
@@ -112,8 +114,24 @@ $$;
 """
 
 
+def index_connectives_sql() -> str:
+    """medrag_index_connectives(): the Index's connecting words as the loader reads them, for the Index leg."""
+    words = "|".join(INDEX_CONNECTIVES)
+    return f"""
+-- The ICD-10-CM Index's connecting words (medrag.sources.icd10cm.index.INDEX_CONNECTIVES), as the patterns of a level
+-- that is one alone ("with": it introduces the subterms under it) and of one that a connective opens ("in renal
+-- impairment": a subterm like any other).
+CREATE OR REPLACE FUNCTION medrag_index_connectives()
+RETURNS TABLE (alone text, opening text)
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT '^({words})$', '^({words})\\s'
+$$;
+"""
+
+
 def generated_script() -> str:
     """The whole generated script, in the order its functions are best read."""
     return "\n".join((settings_sql(), identifiers_sql(), code_shapes_sql(), named_code_set_sql(), default_cue_sql(),
                       document_group_sql(), nearest_sql(), code_words_sql(), synonym_rows_sql(), synonyms_sql(),
-                      classification_sql(), term_query_sql(), finder_names_sql()))
+                      classification_sql(), term_query_sql(), finder_names_sql(), index_connectives_sql()))

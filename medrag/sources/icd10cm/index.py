@@ -41,6 +41,11 @@ DERIVED_INDEX_CSV = re.compile(r"derived-index-to-diseases[^/]*\.csv$", re.IGNOR
 DERIVED_CSV_COLUMNS = ("RowID", "Letter", "Level", "Term", "See", "SeeAlso", "NonEssModif", "Code")
 # How the tables print a cell with no code: "--" in the Table of Drugs, "-" in the Neoplasm Table.
 _EMPTY_CELLS = frozenset({"-", "--"})
+# The Index's connecting words: a level of one alone ("with", "due to") groups the subterms it introduces and gives
+# no code; one followed by words ("in renal impairment") is a subterm like any other. The code finder's Index leg
+# reads the same words (medrag_index_connectives, rendered from here).
+INDEX_CONNECTIVES = ("with", "without", "in", "due to", "following", "during")
+_CONNECTIVE = re.compile(rf"^(?:{'|'.join(INDEX_CONNECTIVES)})$", re.IGNORECASE)
 # Two words are forms of one when they begin alike this far ("Epilepsy, epileptic", "Bite, bitten by", "Vision,
 # visual"): the shortest stem the Index's further names share with their first name.
 _FORM_PREFIX = 3
@@ -251,6 +256,30 @@ def parse_derived_index_csv(path: Path) -> ParsedIndex:
     if not parsed.entries:
         raise Icd10cmFormatError(f"{path}: no index rows")
     return parsed
+
+
+def restore_connective_objects(parsed: ParsedIndex, titles: Mapping[str, str]) -> list[IndexEntry]:
+    """Give back the words the derived CSV lost after a connective, from the Tabular title of the entry's code.
+
+    The stand-in writes "Gout, gouty > in (due to) renal impairment -> M10.30" as the title "in" with the modifier
+    "(due to)": the subterm reads as a bare connective, and "Gout, gouty > in > knee" as gout of the knee. A bare
+    connective never gives a code in CDC's Index; when one does here (and its modifiers are connectives too), the
+    words after one of them in the code's title, to the next comma, are what it lost ("Gout due to renal impairment,
+    unspecified site": "in renal impairment"). An entry whose code's title names no such words stays as it is.
+    Returns the entries restored.
+    """
+    restored = []
+    for entry in parsed.entries:
+        said = [part.strip() for part in re.findall(r"\(([^)]*)\)", entry.nemod or "")]
+        if not (entry.code and _CONNECTIVE.match(entry.title) and all(_CONNECTIVE.match(part) for part in said)):
+            continue
+        title = titles.get(entry.code.rstrip(".-"), "")
+        found = next((match for connective in (entry.title, *said)
+                      if (match := re.search(rf"\b{re.escape(connective)}\s+([^,]+)", title, re.IGNORECASE))), None)
+        if found:
+            entry.title = f"{entry.title} {found.group(1).strip()}"
+            restored.append(entry)
+    return restored
 
 
 # -- cross-references ------------------------------------------------------------------------------------------------
@@ -606,10 +635,11 @@ def _without_parentheses(text: str) -> str:
     return " ".join(re.sub(r"\([^)]*\)", " ", text).split())
 
 
-def parse_index_files(files: dict[str, Path]) -> list[ParsedIndex]:
+def parse_index_files(files: dict[str, Path], titles: Mapping[str, str] | None = None) -> list[ParsedIndex]:
     """Parse a release's index members ({member name: path}) and resolve their references together.
 
-    The real Index to Diseases XML wins over the derived CSV stand-in when both are present.
+    The real Index to Diseases XML wins over the derived CSV stand-in when both are present. titles ({code: Tabular
+    title}) restores what the stand-in lost after a connective (restore_connective_objects).
     """
     parsed: dict[str, ParsedIndex] = {}
     for name in sorted(files, key=lambda member: bool(DERIVED_INDEX_CSV.search(member))):
@@ -617,7 +647,11 @@ def parse_index_files(files: dict[str, Path]) -> list[ParsedIndex]:
         if kind is None or kind in parsed:
             continue
         path = files[name]
-        parsed[kind] = parse_derived_index_csv(path) if DERIVED_INDEX_CSV.search(name) else parse_index_xml(path, kind)
+        if DERIVED_INDEX_CSV.search(name):
+            parsed[kind] = parse_derived_index_csv(path)
+            restore_connective_objects(parsed[kind], titles or {})
+        else:
+            parsed[kind] = parse_index_xml(path, kind)
     # Drug tables first: references from the other indexes add aliases to their columns.
     ordered = sorted(parsed.values(), key=lambda item: item.index_name != DRUGS)
     resolve_references(ordered)

@@ -548,8 +548,8 @@ class Icd10cmSource:
             notes["addenda_file"] = addenda_name
         index_files = {name: path for name, path in members.items() if index_member_kind(name)}
         if index_files:
-            parsed = parse_index_files(index_files)
             titles = {row["code"]: row["description"] for row in code_rows if row["description"]}
+            parsed = parse_index_files(index_files, titles)
             entries = [row for index in parsed for row in index_rows(index, titles)]
             rows["icd10cm_index_entry"] = copy_rows(conn, "icd10cm_index_entry", INDEX_ENTRY_COLUMNS, entries,
                                                     constants=constants)
