@@ -4,10 +4,11 @@
 -- semantic) x routing prior, where
 -- - lexical: coverage x (precision_floor + (1 - precision_floor) x precision) of the code's best wording (its description, an inclusion term, a term
 --   of a code above it, or the Index entry that led to it). Coverage is the share of the term's concepts found in the
---   wording, a wording of a code above it with what the code adds to that code (a word the wording names only after
---   "without" does not count); precision the share of the wording's
---   content the term explains (nonessential modifiers in parentheses and filler such as "NOS" set aside; "Other ..."
---   residual codes and, through an inherited wording, what the code adds to that ancestor count as unexplained); a
+--   wording, a wording of a code above it with what the code adds to that code, a code taking a 7th character with
+--   what its form says beyond the encounter (a word the wording names only after "without" does not count);
+--   precision the share of the wording's content the term explains (nonessential modifiers in parentheses and filler
+--   such as "NOS" set aside; "Other ..." residual codes count as unexplained, and, through an inherited wording, what
+--   the code adds to that ancestor counts as the wording's own words do); a
 --   HCPCS description that starts with the term's head noun, and a term's other half (a multi-intent term), add a
 --   little;
 -- - rank: the code's place after reciprocal-rank fusion of the lookups that found it;
