@@ -85,9 +85,11 @@ $$;
 
 -- What a system's lookups search for: ILIKE patterns ('%stem%' per lexeme of each searched wording), the full-text
 -- query (every searched concept, each by any of its wordings, lexemes AND-ed), every lexeme of every wording of the
--- searched concepts (what the Index leg matches) and how many concepts are searched.
+-- searched concepts (what the Index leg matches), how many concepts are searched, and each lexeme of a typed word's
+-- other forms with the typed word's lexeme (forms: the Index leg counts the forms of one word once).
+DROP FUNCTION IF EXISTS medrag_term_lookups(jsonb, text, integer);
 CREATE OR REPLACE FUNCTION medrag_term_lookups(concepts jsonb, code_system text, min_pattern integer)
-RETURNS TABLE (patterns text[], tsquery text, lexemes text[], searched integer)
+RETURNS TABLE (patterns text[], tsquery text, lexemes text[], searched integer, forms jsonb)
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 -- as medrag_stems_in_word: it reads no table, and planning it for each call's values cost 1 ms a call
 SET plan_cache_mode = force_generic_plan
@@ -118,7 +120,13 @@ AS $$
     SELECT ARRAY(SELECT pattern FROM pattern ORDER BY first_at),
            (SELECT string_agg(clause, ' & ' ORDER BY n) FROM clause),
            ARRAY(SELECT DISTINCT l COLLATE "C" FROM searched s, unnest(s.lexemes) AS l ORDER BY 1),
-           (SELECT count(*)::int FROM searched)
+           (SELECT count(*)::int FROM searched),
+           (SELECT coalesce(jsonb_object_agg(f.lexeme, t.lexeme), '{}')
+            FROM searched s
+            CROSS JOIN LATERAL (SELECT w.value -> 'lexemes' ->> 0 AS lexeme FROM jsonb_array_elements(s.wordings) AS w
+                                WHERE w.value ->> 'origin' = 'typed' AND jsonb_array_length(w.value -> 'lexemes') = 1) t
+            CROSS JOIN LATERAL (SELECT w.value -> 'lexemes' ->> 0 AS lexeme FROM jsonb_array_elements(s.wordings) AS w
+                                WHERE w.value ->> 'origin' = medrag_code_finder_names() ->> 'word_form') f)
 $$;
 
 -- What medrag_score_codes reads of a term's current concepts for the codes of one system: its focus concepts (to
@@ -138,7 +146,13 @@ AS $$
         FROM c, jsonb_array_elements(c.wordings) WITH ORDINALITY AS w(value, n)
         GROUP BY c.n
     ),
-    affirmed AS (SELECT DISTINCT l FROM c, unnest(c.lexemes) AS l WHERE NOT c.negated),
+    -- a typed word's other form (word_form) explains a code's word, but the term does not say it: "epileptic" is
+    -- not "status epilepticus", which a code "without status epilepticus" would then contradict
+    affirmed AS (
+        SELECT DISTINCT l
+        FROM c, jsonb_array_elements(c.wordings) AS w(value), jsonb_array_elements_text(w.value -> 'lexemes') AS l
+        WHERE NOT c.negated AND w.value ->> 'origin' <> medrag_code_finder_names() ->> 'word_form'
+    ),
     absences AS (SELECT medrag_absences(term_text) AS value),
     absent AS (
         -- the lexemes said absent: the absences' own, and their concepts' as corrected and expanded ("without
@@ -162,6 +176,7 @@ AS $$
         'explained', (SELECT coalesce(jsonb_agg(DISTINCT l), '[]')
                       FROM (SELECT l FROM affirmed
                             UNION SELECT e FROM c, unnest(c.explains) AS e WHERE NOT c.negated
+                            UNION SELECT l FROM c, unnest(c.lexemes) AS l WHERE NOT c.negated
                             UNION SELECT 'non' || l FROM c, unnest(c.lexemes) AS l WHERE c.negated) x(l)),
         'asks_other', 'other' = ANY (regexp_split_to_array(lower(term_text), '\s+')),
         'absences', (SELECT value FROM absences),
@@ -337,17 +352,19 @@ BEGIN
             trace := trace || ('negation: not ' || txt || ' (not searched; a code whose description names it '
                                || 'is left out)');
         END IF;
-        -- the words searched as typed and another way: as the corpus writes them, then as HCPCS abbreviations
+        -- the words searched as typed and another way: as the corpus writes them, in the Index's other forms, then
+        -- as HCPCS abbreviations
         trace := trace || ARRAY(
             SELECT o.label || string_agg(c.text || ' = ' || (w.value -> 'words' ->> 0), ', ' ORDER BY c.n, w.n)
                    || ' (searched both ways)'
-            FROM (VALUES ('compound', 'as the corpus writes it: '), ('abbreviation', 'HCPCS abbreviation: '))
+            FROM (VALUES ('compound', 'as the corpus writes it: '), ('word_form', 'the Index''s other form: '),
+                         ('abbreviation', 'HCPCS abbreviation: '))
                      AS o(origin, label)
             JOIN (medrag_term_concepts(concepts) c
                   CROSS JOIN LATERAL jsonb_array_elements(c.wordings) WITH ORDINALITY AS w(value, n))
               ON w.value ->> 'origin' = o.origin
             GROUP BY o.origin, o.label
-            ORDER BY o.origin DESC);
+            ORDER BY array_position(ARRAY['compound', 'word_form', 'abbreviation'], o.origin));
         -- a word of the corpus that no code's wording holds ("medicare", "cover") is no misspelling
         known := ARRAY(SELECT w FROM unnest(medrag_words_of(term_text)) AS w WHERE medrag_known_word(lower(w)));
     END IF;

@@ -146,15 +146,19 @@ AS $$
     FROM (SELECT DISTINCT unnest(lexemes) AS lexeme) l
 $$;
 
--- A tsquery matching what holds at least two of the lexemes (NULL for fewer than two). Immutable, as above.
-CREATE OR REPLACE FUNCTION medrag_two_lexemes(lexemes text[])
+-- A tsquery matching what holds at least two of the lexemes (NULL for fewer than two), two forms of one typed word
+-- (word_forms: a form's lexeme -> the typed word's, medrag_term_lookups) being one. Immutable, as above.
+DROP FUNCTION IF EXISTS medrag_two_lexemes(text[]);
+CREATE OR REPLACE FUNCTION medrag_two_lexemes(lexemes text[], word_forms jsonb DEFAULT '{}')
 RETURNS tsquery
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT to_tsquery('simple', string_agg(quote_literal(a.lexeme) || ' & ' || quote_literal(b.lexeme), ' | '
                                            ORDER BY a.lexeme, b.lexeme))
     FROM (SELECT DISTINCT unnest(lexemes) AS lexeme) a
-    JOIN (SELECT DISTINCT unnest(lexemes) AS lexeme) b ON a.lexeme < b.lexeme
+    JOIN (SELECT DISTINCT unnest(lexemes) AS lexeme) b
+      ON a.lexeme < b.lexeme
+     AND coalesce(word_forms ->> a.lexeme, a.lexeme) <> coalesce(word_forms ->> b.lexeme, b.lexeme)
 $$;
 
 -- The columns of a table (the Neoplasm Table by default, or the Table of Drugs: 'drugs') a term names, by the names
@@ -240,8 +244,13 @@ $$;
 -- ("Hernia > inguinal > bilateral > with > gangrene > recurrent", K40.11, says gangrene), and a level a connective
 -- opens ("Gout, gouty > in renal impairment > knee", M10.36-, is gout due to renal impairment); the connectives are
 -- the loader's (medrag_index_connectives).
+--
+-- A typed word's other forms (word_forms: a form's lexeme -> the typed word's) are that word: an entry saying both
+-- ("Thrombosis > spleen, splenic") shares one of the term's words, not two.
+DROP FUNCTION IF EXISTS medrag_code_index_leg(integer, integer, text[], integer, boolean);
 CREATE OR REPLACE FUNCTION medrag_code_index_leg(code_release integer, index_release integer, term_lexemes text[],
-                                                 n integer, two_tiers boolean DEFAULT true)
+                                                 n integer, two_tiers boolean DEFAULT true,
+                                                 word_forms jsonb DEFAULT '{}')
 RETURNS TABLE (code text, leg_rank integer, leg_score double precision, evidence text, lexemes text[],
                core_lexemes text[], negated text[])
 LANGUAGE sql STABLE
@@ -250,17 +259,21 @@ LANGUAGE sql STABLE
 SET plan_cache_mode = force_generic_plan
 AS $$
     WITH term_query AS (
-        SELECT array_agg(to_tsquery('simple', quote_literal(l.lexeme))) AS queries,
-               CASE WHEN two_tiers THEN medrag_two_lexemes(term_lexemes) END AS pairs,
+        -- one query per typed word, its forms OR-ed
+        SELECT array_agg(w.query) AS queries,
+               CASE WHEN two_tiers THEN medrag_two_lexemes(term_lexemes, word_forms) END AS pairs,
                -- the entries read: index_entries_per_code for each code returned
                (SELECT index_entries_per_code FROM medrag_settings()) * n AS entries
-        FROM (SELECT DISTINCT unnest(term_lexemes) AS lexeme) l
+        FROM (SELECT to_tsquery('simple', string_agg(quote_literal(l.lexeme), ' | ' ORDER BY l.lexeme)) AS query
+              FROM (SELECT DISTINCT unnest(term_lexemes) AS lexeme) l
+              GROUP BY coalesce(word_forms ->> l.lexeme, l.lexeme)) w
     ),
     entry AS NOT MATERIALIZED (
         SELECT e.*, CASE e.index_name WHEN 'diseases' THEN 'Index' WHEN 'external_causes' THEN 'External Cause Index'
                                       WHEN 'drugs' THEN 'Table of Drugs' WHEN 'neoplasms' THEN 'Neoplasm Table'
                     END AS index_title,
-               (SELECT count(DISTINCT c.lexeme) FROM unnest(e.core_lexemes) AS c(lexeme)
+               (SELECT count(DISTINCT coalesce(word_forms ->> c.lexeme, c.lexeme))
+                FROM unnest(e.core_lexemes) AS c(lexeme)
                 WHERE c.lexeme = ANY (term_lexemes))::float8 AS core_shared
         FROM icd10cm_index_entry e
         WHERE e.release_id = index_release AND e.code IS NOT NULL
@@ -393,6 +406,7 @@ DECLARE
     codes constant text[] := ARRAY(SELECT jsonb_array_elements_text(lookup -> 'codes'));
     patterns constant text[] := ARRAY(SELECT jsonb_array_elements_text(lookup -> 'patterns'));
     lexemes constant text[] := ARRAY(SELECT jsonb_array_elements_text(lookup -> 'lexemes'));
+    forms constant jsonb := coalesce(lookup -> 'forms', '{}');
     typed constant text := lookup ->> 'text';
     text_query constant text := lookup ->> 'tsquery';
     started constant timestamptz := clock_timestamp();
@@ -406,7 +420,7 @@ BEGIN
                                             'evidence', l.evidence, 'lexemes', to_jsonb(l.lexemes),
                                             'core', to_jsonb(l.core_lexemes), 'negated', to_jsonb(l.negated))
                          ORDER BY l.leg_rank)
-        INTO hits FROM medrag_code_index_leg(code_release, index_release, lexemes, n) l;
+        INTO hits FROM medrag_code_index_leg(code_release, index_release, lexemes, n, word_forms => forms) l;
     ELSIF leg = 'trigram' THEN
         SELECT jsonb_agg(jsonb_build_object('code', l.code, 'rank', l.leg_rank, 'score', l.leg_score)
                          ORDER BY l.leg_rank)
@@ -539,7 +553,8 @@ BEGIN
             lookups := lookups || jsonb_build_object('leg', 'fulltext', 'system', sys, 'tsquery', item -> 'tsquery');
         END IF;
         IF sys = 'ICD-10-CM' AND state ->> 'index_release' IS NOT NULL AND jsonb_array_length(item -> 'lexemes') > 0 THEN
-            lookups := lookups || jsonb_build_object('leg', 'index', 'system', sys, 'lexemes', item -> 'lexemes');
+            lookups := lookups || jsonb_build_object('leg', 'index', 'system', sys, 'lexemes', item -> 'lexemes',
+                                                     'forms', item -> 'forms');
         END IF;
     END LOOP;
     IF round_no = 1 THEN

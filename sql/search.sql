@@ -189,6 +189,20 @@ AS $$
     WHERE typed_word ~ '^[a-z]+ses$'
 $$;
 
+-- The other forms the ICD-10-CM Index lists for each typed word ("pancreatic": pancreas; "testicular": testicle,
+-- testis; icd10cm_word_form), with each form's lexeme: people write the adjective where the Tabular writes the noun,
+-- and the stemmer keeps the two apart. A word in any inflection ("testicles") finds its forms by its lexeme; forms the
+-- stemmer already joins add nothing. Read by medrag_text_queries and the code finder, as medrag_compounds is.
+CREATE OR REPLACE FUNCTION medrag_word_forms(typed_words text[])
+RETURNS TABLE (typed text, form text, lexeme text)
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    SELECT DISTINCT typed_word, f.form, f.form_lexeme
+    FROM unnest(typed_words) AS typed_word
+    JOIN icd10cm_word_form f ON f.lexeme = (tsvector_to_array(to_tsvector('english', typed_word)))[1]
+    WHERE f.form_lexeme <> f.lexeme
+$$;
+
 -- The query's misspelt words with the corpus word each is corrected to: a word of spelling_min_length letters or more
 -- that neither the corpus nor its stem is in, and its nearest corpus word by trigram similarity (close in length,
 -- common words preferred). medrag_text_queries adds the corrections to the full-text query; the search's caller embeds
@@ -227,10 +241,10 @@ $$;
 -- The full-text queries for a user's text. Websearch syntax ("quoted phrases", -word) is taken as written. Otherwise
 -- a natural question rarely has all its words in one chunk, so its words are OR-ed and ts_rank rewards the
 -- chunks that hold more of them (rank_query); a word the corpus does not hold also brings its nearest corpus word
--- (medrag_spelling) and a word written without its hyphens the corpus's hyphenated word (medrag_compounds); and the
--- rows ranked are only those
--- holding the rarer words, up to match_budget chunks by the corpus counts (match_query), which bounds the work
--- whatever the words. Known abbreviations and synonyms add their expansions to both (a phrase of two or more
+-- (medrag_spelling), a word written without its hyphens the corpus's hyphenated word (medrag_compounds) and a word
+-- the other forms the ICD-10-CM Index lists for it (medrag_word_forms); and the rows ranked are only those holding
+-- the rarer words, up to match_budget chunks by the corpus counts (match_query), which bounds the work whatever the
+-- words. Known abbreviations and synonyms add their expansions to both (a phrase of two or more
 -- words also when the query says it in other inflections: medrag_synonym_padded_keys).
 CREATE OR REPLACE FUNCTION medrag_text_queries(query_text text, match_budget integer DEFAULT NULL)
 RETURNS TABLE (match_query tsquery, rank_query tsquery, misspelt boolean)
@@ -258,6 +272,10 @@ AS $$
         SELECT c.lexeme, t.ndoc
         FROM medrag_compounds(regexp_split_to_array(lower(coalesce(query_text, '')), '[^a-z]+')) AS c
         LEFT JOIN medrag_term t ON t.lexeme = c.lexeme
+        UNION
+        SELECT f.lexeme, t.ndoc
+        FROM medrag_word_forms(regexp_split_to_array(lower(coalesce(query_text, '')), '[^a-z]+')) AS f
+        LEFT JOIN medrag_term t ON t.lexeme = f.lexeme
     ),
     held AS MATERIALIZED (
         -- the synonyms the query holds, found first: a condition on the expansion's query would be pushed down into

@@ -53,6 +53,10 @@ def test_the_index_legs_tsqueries_quote_each_lexeme_and_pairs_need_two(indexed_e
             "'o' <-> 'brien' & 'sign' | 'o' <-> 'brien' & 'test' | 'sign' & 'test'")
         assert query("medrag_two_lexemes", ["leg", "leg"]) is None
         assert query("medrag_any_lexeme", ["pain", "leg", "pain"]) == "'leg' | 'pain'"
+        # two forms of one typed word are one word: no pair of the two
+        forms = conn.execute(text("SELECT medrag_two_lexemes(ARRAY['enlarg', 'spleen', 'splenic'], "
+                                  "'{\"splenic\": \"spleen\"}')::text")).scalar()
+        assert forms == "'enlarg' & 'spleen' | 'enlarg' & 'splenic'"
 
 
 def test_the_index_leg_reads_entries_sharing_one_word_only_when_too_few_share_two(indexed_engine) -> None:
@@ -571,3 +575,45 @@ def test_the_index_release_and_the_vector_leg_are_chosen_by_probing_one_row(inde
             "SELECT s, medrag_has_embeddings_anywhere(s) FROM unnest(ARRAY['ncd', 'icd10cm', 'hcpcs']) AS s")).all())
     assert has_index["FY2025"] and not has_index["FY2026"]
     assert embedded == anywhere == {"ncd": True, "icd10cm": False, "hcpcs": False}
+
+
+def test_a_word_is_also_worded_in_the_other_forms_the_index_lists(finder, indexed_engine) -> None:
+    """The Tabular writes "Malignant neoplasm of pancreas"; people say "pancreatic cancer". The Index lists "Pancreas,
+    pancreatic" and "Testicle, testicular, testis": the loader keeps those pairs, and a typed word is also worded as
+    its other forms, in the finder and in the search's full-text query."""
+    with indexed_engine.connect() as conn:
+        forms = conn.execute(text("SELECT typed, form FROM medrag_word_forms(ARRAY['pancreatic', 'testicles', "
+                                  "'eye', 'machinery']) ORDER BY 1, 2")).all()
+        text_query = conn.execute(text("SELECT rank_query::text FROM medrag_text_queries('pancreatic')")).scalar_one()
+    assert [tuple(row) for row in forms] == [("machinery", "machine"), ("pancreatic", "pancreas"),
+                                             ("testicles", "testicular"), ("testicles", "testis")]
+    assert "'pancrea'" in text_query and "'pancreat'" in text_query
+    search = finder.find("pancreatic cancer", systems=[ICD10CM])
+    assert codes_of(search, ICD10CM)[0] == "C25.9", search.trace
+    assert "the Index's other form: pancreatic = pancreas (searched both ways)" in search.trace, search.trace
+    assert codes_of(finder.find("testicular cancer", systems=[ICD10CM]), ICD10CM)[0].startswith("C62.9")
+
+
+def test_an_index_entry_naming_two_forms_of_a_typed_word_shares_it_once(finder, indexed_engine) -> None:
+    """"Thrombosis > spleen, splenic" holds "spleen" in two forms; for "spleen enlargement" it shares one word of two,
+    as "Enlargement > spleen" (see Splenomegaly, R16.1) shares both."""
+    with indexed_engine.connect() as conn:
+        release = conn.execute(text("SELECT min(release_id) FROM icd10cm_index_entry")).scalar()
+        statement = text("SELECT code FROM medrag_code_index_leg(:release, :release, ARRAY['enlarg', 'spleen', "
+                         "'splenic'], 5, word_forms => CAST(:forms AS jsonb)) ORDER BY leg_rank")
+        grouped = conn.execute(statement, {"release": release, "forms": '{"splenic": "spleen"}'}).scalars().all()
+        apart = conn.execute(statement, {"release": release, "forms": "{}"}).scalars().all()
+    assert grouped[0] == "R16.1" and grouped != apart, (grouped, apart)
+    search = finder.find("spleen enlargement", systems=[ICD10CM])
+    assert codes_of(search, ICD10CM)[0] == "R16.1", search.trace
+    assert "the Index's other form: spleen = splenic (searched both ways)" in search.trace, search.trace
+
+
+def test_another_form_explains_a_codes_word_but_is_not_what_the_term_says(finder) -> None:
+    """The Index lists "epileptic, epilepticus": a form finds entries and explains a code's word, but "epileptic
+    attack" does not say status epilepticus, so G40.909 "... without status epilepticus" is not contradicted; and
+    the term's own word is the better evidence: "uterine spasm" is O62.4's uterine contractions, not N85.8's
+    "uterus"."""
+    epileptic = finder.find("epileptic attack", systems=[ICD10CM])
+    assert codes_of(epileptic, ICD10CM)[0] == "G40.909", epileptic.trace
+    assert codes_of(finder.find("uterine spasm", systems=[ICD10CM]), ICD10CM)[0] == "O62.4"

@@ -26,13 +26,14 @@ from medrag.codes.classify import (
 
 TYPED = "typed"
 COMPOUND = "compound"  # the typed word as the corpus writes it, hyphenated ("checkup": check-up)
+WORD_FORM = "word_form"  # another form of the typed word the ICD-10-CM Index lists ("pancreatic": pancreas)
 # the word a typed abbreviation of the current HCPCS release's short descriptions stands for ("inj": injection)
 ABBREVIATION = "abbreviation"
 SYNONYM = "synonym"
 SPELLING = "spelling"
 # A corrected word is less certain than one the user typed.
 # The origins of the words as typed: the lookups search another wording of a concept once it has one.
-AS_TYPED = (TYPED, COMPOUND, ABBREVIATION)
+AS_TYPED = (TYPED, COMPOUND, WORD_FORM, ABBREVIATION)
 # A negation ("fatty liver not caused by alcohol", "shoulder pain, no injury") reaches from its cue to the end of the
 # clause: a comma or other stop, or a word that starts another clause. "without" is not a cue here: codes say it
 # too ("Vomiting without nausea"), and their "without" clauses are matched as written (sql/finder_features.sql);
@@ -259,11 +260,15 @@ AS $$
         -- UNION ALL: a word twice is looked up twice, where a UNION's hash table (sized by guesses) cost milliseconds
         FROM (SELECT unnest(words) AS word FROM input UNION ALL SELECT unnest(words) FROM expansion) w
     ),
-    compound AS MATERIALIZED (  -- once, not once per one-word concept
-        SELECT c.typed, jsonb_agg(jsonb_build_object('words', jsonb_build_array(c.compound),
-                                                     'lexemes', jsonb_build_array(c.lexeme), 'origin', '{COMPOUND}')
-                                  ORDER BY c.compound) AS wordings
-        FROM input, medrag_compounds(ARRAY(SELECT DISTINCT unnest(input.words))) AS c
+    compound AS MATERIALIZED (  -- once, not once per one-word concept: as the corpus writes it, the Index's forms
+        SELECT c.typed, jsonb_agg(jsonb_build_object('words', jsonb_build_array(c.word),
+                                                     'lexemes', jsonb_build_array(c.lexeme), 'origin', c.origin)
+                                  ORDER BY c.origin, c.word) AS wordings
+        FROM (SELECT k.typed, k.compound AS word, k.lexeme, '{COMPOUND}' AS origin
+              FROM input, medrag_compounds(ARRAY(SELECT DISTINCT unnest(input.words))) AS k
+              UNION ALL
+              SELECT f.typed, f.form, f.lexeme, '{WORD_FORM}'
+              FROM input, medrag_word_forms(ARRAY(SELECT DISTINCT unnest(input.words))) AS f) c
         GROUP BY c.typed
     ),
     abbreviation AS MATERIALIZED (  -- the current HCPCS release's (medrag.sources.hcpcs.abbreviations)

@@ -25,6 +25,7 @@ from medrag.sources.icd10cm.index import (
     index_rows,
     parse_index_files,
 )
+from medrag.sources.icd10cm.word_forms import WORD_FORM_COLUMNS, word_form_rows
 from medrag.sources.icd10cm.xmlfile import Icd10cmFormatError, parse_xml_safely
 from medrag.sources.icd10cm.xmlfile import clean_text as _clean
 
@@ -489,7 +490,7 @@ class Icd10cmSource:
 
     name = "icd10cm"
     tables = ("icd10cm_chapter", "icd10cm_section", "icd10cm_code", "icd10cm_order_code", "icd10cm_index_entry",
-              "icd10cm_index_column_alias", "icd10cm_addenda")
+              "icd10cm_index_column_alias", "icd10cm_word_form", "icd10cm_addenda")
 
     def discover(self, page_url: str, get_page: GetPage) -> list[ReleaseCandidate]:
         """One candidate per fiscal year, newest first, with every code-table zip linked for that year.
@@ -556,6 +557,8 @@ class Icd10cmSource:
             aliases = [row for index in parsed for row in column_alias_rows(index)]
             rows["icd10cm_index_column_alias"] = copy_rows(conn, "icd10cm_index_column_alias", COLUMN_ALIAS_COLUMNS,
                                                            aliases, constants=constants)
+            rows["icd10cm_word_form"] = copy_rows(conn, "icd10cm_word_form", WORD_FORM_COLUMNS,
+                                                  word_form_rows(parsed), constants=constants)
             notes["index_files"] = {index.index_name: index.source_file for index in parsed}
         write_code_lookups(conn, release_id)
         return LoadReport(rows=rows, notes=notes)
