@@ -174,9 +174,9 @@ AS $$
                                WHERE c.negated), '[]'),
         'lexemes', (SELECT coalesce(jsonb_agg(l ORDER BY l COLLATE "C"), '[]') FROM affirmed),
         'explained', (SELECT coalesce(jsonb_agg(DISTINCT l), '[]')
-                      FROM (SELECT l FROM affirmed
+                      -- every wording's lexemes, the other forms' too (what the term affirms is among them)
+                      FROM (SELECT l FROM c, unnest(c.lexemes) AS l WHERE NOT c.negated
                             UNION SELECT e FROM c, unnest(c.explains) AS e WHERE NOT c.negated
-                            UNION SELECT l FROM c, unnest(c.lexemes) AS l WHERE NOT c.negated
                             UNION SELECT 'non' || l FROM c, unnest(c.lexemes) AS l WHERE c.negated) x(l)),
         'asks_other', 'other' = ANY (regexp_split_to_array(lower(term_text), '\s+')),
         'absences', (SELECT value FROM absences),
@@ -357,14 +357,14 @@ BEGIN
         trace := trace || ARRAY(
             SELECT o.label || string_agg(c.text || ' = ' || (w.value -> 'words' ->> 0), ', ' ORDER BY c.n, w.n)
                    || ' (searched both ways)'
-            FROM (VALUES ('compound', 'as the corpus writes it: '), ('word_form', 'the Index''s other form: '),
-                         ('abbreviation', 'HCPCS abbreviation: '))
-                     AS o(origin, label)
+            FROM unnest(ARRAY['compound', 'word_form', 'abbreviation'],
+                        ARRAY['as the corpus writes it: ', 'the Index''s other form: ', 'HCPCS abbreviation: '])
+                     WITH ORDINALITY AS o(origin, label, position)
             JOIN (medrag_term_concepts(concepts) c
                   CROSS JOIN LATERAL jsonb_array_elements(c.wordings) WITH ORDINALITY AS w(value, n))
               ON w.value ->> 'origin' = o.origin
-            GROUP BY o.origin, o.label
-            ORDER BY array_position(ARRAY['compound', 'word_form', 'abbreviation'], o.origin));
+            GROUP BY o.position, o.label
+            ORDER BY o.position);
         -- a word of the corpus that no code's wording holds ("medicare", "cover") is no misspelling
         known := ARRAY(SELECT w FROM unnest(medrag_words_of(term_text)) AS w WHERE medrag_known_word(lower(w)));
     END IF;
