@@ -146,7 +146,7 @@ FINDER = (
     _integer("trigram_max_words", 2, "the trigram lookup runs for a term of at most this many words"),
     _integer("words_leg_max_concepts", 4, "the description-words lookup runs for a term of at most this many "
                                           "concepts"),
-    _integer("leg_limit", 50, "codes each lookup returns"),
+    _integer("leg_limit", 30, "codes each lookup returns (measured on the release pairs at 50, 40, 30 and 20)"),
     _integer("code_vector_ef_search", 100, "hnsw.ef_search of the code finder's vector lookup (its candidate list)"),
     _integer("children_limit", 200, "billable codes a header is narrowed to at most"),
     _integer("index_entries_per_code", 4, "the Index lookup reads this many entries for each code it returns"),
