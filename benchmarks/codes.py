@@ -7,6 +7,8 @@ current code documents have embeddings. One untimed pass warms the process first
 finder's cached code details, as a long-running process would. The cold mode times what a coder at a shell waits
 for: a new `medrag codes TERM` process per call (start-up, query embedding model, lookups), for the first
 --cold-calls terms.
+Each warm mode also reports CPU per call: the database server's (its sessions' processes, read from /proc, so only
+for a server on this machine; null otherwise) and this process's own, over the timed passes.
 """
 
 from __future__ import annotations
@@ -35,10 +37,41 @@ def percentiles(values: list[float]) -> dict[str, float]:
             "max": round(max(values), 1)}
 
 
-def run_mode(finder: Any, terms: list[Any], repeat: int) -> dict[str, Any]:
-    """Warm up with one pass, then time `repeat` passes: per-call latency, rounds, accuracy of the last pass."""
+def server_cpu_seconds(pids: set[int]) -> float | None:
+    """User + system CPU seconds of the server processes pids (/proc), or None when one cannot be read (a remote
+    server, another user's /proc)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def track_backends(engine: Any) -> set[int]:
+    """The server process id of each connection the engine opens from now on (the pool emptied first)."""
+    from sqlalchemy import event
+
+    pids: set[int] = set()
+
+    def remember(dbapi_connection: Any, _record: Any) -> None:
+        with dbapi_connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            pids.add(cursor.fetchone()[0])
+        dbapi_connection.commit()
+
+    event.listen(engine, "connect", remember)
+    engine.dispose()
+    return pids
+
+
+def run_mode(finder: Any, terms: list[Any], repeat: int, pids: set[int]) -> dict[str, Any]:
+    """Warm up with one pass, then time `repeat` passes: per-call latency, CPU, rounds, accuracy of the last pass."""
     for item in terms:
         finder.find(item.term)
+    server_before, client_before = server_cpu_seconds(pids), time.process_time()
     totals, rounds, stages = [], [], {}
     hits1 = hits5 = 0
     for number in range(repeat):
@@ -53,8 +86,13 @@ def run_mode(finder: Any, terms: list[Any], repeat: int) -> dict[str, Any]:
                 codes = [result.code for result in search.results]
                 hits1 += bool(codes) and codes[0] in item.expected
                 hits5 += any(code in item.expected for code in codes[:5])
+    server_after = server_cpu_seconds(pids)
+    server_ms = (None if server_before is None or server_after is None
+                 else round((server_after - server_before) * 1000 / len(totals), 1))
     return {
         "calls": len(totals), "latency_ms": percentiles(totals),
+        "cpu_ms_per_call": {"server": server_ms,
+                            "client": round((time.process_time() - client_before) * 1000 / len(totals), 1)},
         "stages_ms": {name: percentiles(values) for name, values in sorted(stages.items()) if name != "total"},
         "mean_rounds": round(statistics.mean(rounds), 2),
         "top1": round(hits1 / len(terms), 3), "top5": round(hits5 / len(terms), 3),
@@ -113,14 +151,15 @@ def main() -> None:
     from medrag.core.db import get_engine
 
     engine = get_engine()
+    pids = track_backends(engine)
     terms = read_dev_set(args.terms)
     modes: dict[str, Any] = {}
     if "lexical" in wanted:
         with CodeFinder(engine) as finder:
-            modes["lexical"] = run_mode(finder, terms, args.repeat)
+            modes["lexical"] = run_mode(finder, terms, args.repeat, pids)
     if "vector" in wanted and any(has_code_embeddings(engine, system) for system in SYSTEMS):
         with CodeFinder(engine, embedder=query_embedder()) as finder:
-            modes["vector"] = run_mode(finder, terms, args.repeat)
+            modes["vector"] = run_mode(finder, terms, args.repeat, pids)
     if "cold" in wanted:
         modes["cold"] = run_cold(terms, args.cold_calls)
     report = {
@@ -128,12 +167,15 @@ def main() -> None:
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                     "load_average_1m": round(os.getloadavg()[0], 2)},
     }
-    print(f"{'mode':<8} {'calls':>6} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'rounds':>7} {'top-1':>6} {'top-5':>6}")
+    print(f"{'mode':<8} {'calls':>6} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'rounds':>7} {'top-1':>6} {'top-5':>6} "
+          f"{'server CPU ms':>14} {'client CPU ms':>14}")
     for name, mode in modes.items():
         latency = mode["latency_ms"]
         rounds = "-" if mode["mean_rounds"] is None else f"{mode['mean_rounds']:.2f}"
+        cpu = mode.get("cpu_ms_per_call") or {}
         print(f"{name:<8} {mode['calls']:>6} {latency['p50']:>8.1f} {latency['p95']:>8.1f} {latency['max']:>8.1f} "
-              f"{rounds:>7} {mode['top1']:>6.3f} {mode['top5']:>6.3f}")
+              f"{rounds:>7} {mode['top1']:>6.3f} {mode['top5']:>6.3f} {str(cpu.get('server', '-')):>14} "
+              f"{str(cpu.get('client', '-')):>14}")
     print(f"database: {report['database']}; load average {report['machine']['load_average_1m']}")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(report, indent=2) + "\n")

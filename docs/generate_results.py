@@ -178,7 +178,7 @@ def render_bench_search(report: dict[str, Any]) -> list[str]:
 
 
 def render_bench_codes(report: dict[str, Any]) -> list[str]:
-    """benchmarks/codes.py: warm latency per mode (lexical, vector), a new process per call (cold), rounds and
+    """benchmarks/codes.py: warm latency and CPU per mode (lexical, vector), a new process per call (cold), rounds and
     accuracy."""
     machine = report.get("machine") or {}
     database = report.get("database") or {}
@@ -187,9 +187,12 @@ def render_bench_codes(report: dict[str, Any]) -> list[str]:
              f" Python {cell(machine.get('python'))}, {cell(machine.get('cpus'))} CPUs, load average (1 min) "
              f"{cell(machine.get('load_average_1m'))}.", ""]
     rows = [[name, mode.get("calls"), mode.get("latency_ms", {}).get("p50"), mode.get("latency_ms", {}).get("p95"),
-             mode.get("latency_ms", {}).get("max"), mode.get("mean_rounds"), mode.get("top1"), mode.get("top5")]
+             mode.get("latency_ms", {}).get("max"), (mode.get("cpu_ms_per_call") or {}).get("server"),
+             (mode.get("cpu_ms_per_call") or {}).get("client"), mode.get("mean_rounds"), mode.get("top1"),
+             mode.get("top5")]
             for name, mode in need(report, "modes").items()]
-    return lines + table(["mode", "calls", "p50 ms", "p95 ms", "max ms", "mean rounds", "top-1", "top-5"], rows)
+    return lines + table(["mode", "calls", "p50 ms", "p95 ms", "max ms", "database CPU ms a call",
+                          "Python CPU ms a call", "mean rounds", "top-1", "top-5"], rows)
 
 
 def render_bench_ingest(report: dict[str, Any]) -> list[str]:

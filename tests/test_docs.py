@@ -266,7 +266,14 @@ BENCH_SEARCH = {
 BENCH_CODES = {
     "terms": 2, "repeat": 1, "database": {"releases": {"hcpcs": "2019"}, "code_chunks_embedded": {"hcpcs": "0/10"}},
     "modes": {"lexical": {"calls": 2, "latency_ms": {"p50": 31.5, "p95": 32.5, "max": 33.5},
-                          "stages_ms": {}, "mean_rounds": 1.5, "top1": 0.5, "top5": 1.0}},
+                          "cpu_ms_per_call": {"server": 28.5, "client": 1.25},
+                          "stages_ms": {}, "mean_rounds": 1.5, "top1": 0.5, "top5": 1.0},
+              # a remote server's CPU cannot be read, and the cold mode has none
+              "vector": {"calls": 2, "latency_ms": {"p50": 41.5, "p95": 42.5, "max": 43.5},
+                         "cpu_ms_per_call": {"server": None, "client": 2.5},
+                         "stages_ms": {}, "mean_rounds": 1.0, "top1": 1.0, "top5": 1.0},
+              "cold": {"calls": 1, "latency_ms": {"p50": 800.5, "p95": 800.5, "max": 800.5},
+                       "mean_rounds": None, "top1": 1.0, "top5": 1.0}},
     "machine": {"python": "3.11.0", "cpus": 2, "load_average_1m": 0.5},
 }
 
@@ -318,7 +325,9 @@ def test_generator_renders_what_the_eval_commands_print(tmp_path: Path, monkeypa
     assert "| medrag_search, the code finder run each time for its code slots | 11.5 | 12.5 | 11.7 | 9 |" in text
     assert "| medrag_search_documents (the search statement alone) | 4.5 | 5.5 | 4.7 | 9 |" in text
     assert "| none | 0.25 | 21.5 | 22.5 | 21.7 |" in text
-    assert "| lexical | 2 | 31.5 | 32.5 | 33.5 | 1.5 | 0.5 | 1.0 |" in text
+    assert "| lexical | 2 | 31.5 | 32.5 | 33.5 | 28.5 | 1.25 | 1.5 | 0.5 | 1.0 |" in text
+    assert "| vector | 2 | 41.5 | 42.5 | 43.5 | - | 2.5 | 1.0 | 1.0 | 1.0 |" in text
+    assert "| cold | 1 | 800.5 | 800.5 | 800.5 | - | - | - | 1.0 | 1.0 |" in text
     assert "| machine | test machine |" in text and "| something.else | 7 |" in text
     block = readme(tmp_path).read_text(encoding="utf-8")
     assert "| retrieval dev: hit@5 / MRR | - | 1.0 / 0.75 |" in block and block.endswith("more\n")
