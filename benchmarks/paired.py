@@ -43,7 +43,8 @@ ENTRIES = {"codes": ("medrag_find_codes", "{schema}.medrag_find_codes(%(term)s, 
                       "count(*) FROM {schema}.medrag_search_documents(%(embedding)s, %(term)s, %(top)s, '{{}}')")}
 SCHEMAS = {"before": "medrag_paired_before", "after": "medrag_paired_after"}
 # generated.sql creates medrag_settings() with a plain CREATE (it is dropped first): both forms are definitions
-_FUNCTION = re.compile(r"^CREATE (?:OR REPLACE )?FUNCTION (\w+)\(.*?^\$\$;$", re.S | re.M)
+_CREATE = r"^CREATE (?:OR REPLACE )?FUNCTION "
+_FUNCTION = re.compile(_CREATE + r"(\w+)\(.*?^\$\$;$", re.S | re.M)
 
 
 def functions(script: str) -> dict[str, str]:
@@ -106,8 +107,7 @@ def install(conn: Any, schema: str, chosen: dict[str, str], entry: str) -> None:
     # a body is read at call time, through the entry's search_path: checked now, it would call the public versions
     conn.execute("SET check_function_bodies = off")
     for name, body in chosen.items():
-        conn.execute(re.sub(rf"^CREATE (?:OR REPLACE )?FUNCTION {name}\(", f"CREATE FUNCTION {schema}.{name}(", body,
-                            count=1, flags=re.M))
+        conn.execute(re.sub(_CREATE + rf"{name}\(", f"CREATE FUNCTION {schema}.{name}(", body, count=1, flags=re.M))
     # the functions it calls by their plain names (inlined legs, the finder's statements) resolve to this schema's
     # versions first, in any session
     conn.execute(f"ALTER FUNCTION {schema}.{entry} SET search_path = {schema}, public")

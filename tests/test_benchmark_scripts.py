@@ -21,13 +21,8 @@ def load_script(name: str):
     return module
 
 
-def load_paired():
-    """benchmarks/paired.py as a module."""
-    return load_script("paired")
-
-
 def test_both_create_forms_are_definitions() -> None:
-    paired = load_paired()
+    paired = load_script("paired")
     script = ("CREATE OR REPLACE FUNCTION medrag_a(x integer)\nRETURNS integer\nLANGUAGE sql\nAS $$\n"
               "    SELECT x\n$$;\n\nDROP FUNCTION IF EXISTS medrag_b();\n"
               "CREATE FUNCTION medrag_b()\nRETURNS integer\nLANGUAGE sql\nAS $$\n    SELECT 30\n$$;\n")
@@ -38,7 +33,7 @@ def test_both_create_forms_are_definitions() -> None:
 
 def test_the_settings_function_is_compared() -> None:
     # a changed setting (leg_limit) changes only medrag_settings(), which generated.sql creates with a plain CREATE
-    assert "medrag_settings" in load_paired().functions(generated_script())
+    assert "medrag_settings" in load_script("paired").functions(generated_script())
 
 
 def test_cpu_of_processes_is_read_from_proc() -> None:
