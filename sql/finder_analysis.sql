@@ -153,7 +153,21 @@ AS $$
         FROM c, jsonb_array_elements(c.wordings) AS w(value), jsonb_array_elements_text(w.value -> 'lexemes') AS l
         WHERE NOT c.negated AND w.value ->> 'origin' <> medrag_code_finder_names() ->> 'word_form'
     ),
-    absences AS (SELECT medrag_absences(term_text) AS value),
+    -- what the term says is absent, and what the Index calls it ("without inflammation of the esophagus": without
+    -- esophagitis, a concept's index_name wording whose words are all in the absence)
+    stated_absences AS (SELECT medrag_absences(term_text) AS value),
+    absences AS (
+        SELECT s.value || coalesce((
+                   SELECT jsonb_agg(jsonb_build_array(x.cue, x.words, x.lexemes) ORDER BY x.first_at)
+                   FROM (SELECT a.value ->> 0 AS cue, w.value -> 'words' AS words, w.value -> 'lexemes' AS lexemes,
+                                min(ARRAY[a.n, c.n, w.n]) AS first_at
+                         FROM jsonb_array_elements(s.value) WITH ORDINALITY AS a(value, n), c,
+                              jsonb_array_elements(c.wordings) WITH ORDINALITY AS w(value, n)
+                         WHERE w.value ->> 'origin' = medrag_code_finder_names() ->> 'index_name'
+                           AND c.words <@ ARRAY(SELECT jsonb_array_elements_text(a.value -> 1))
+                         GROUP BY 1, 2, 3) x), '[]') AS value
+        FROM stated_absences s
+    ),
     absent AS (
         -- the lexemes said absent: the absences' own, and their concepts' as corrected and expanded ("without
         -- complicatons": complic)
@@ -248,6 +262,90 @@ AS $$
                               unnest(tsvector_to_array(to_tsvector('english', w))) AS l ORDER BY 1) AS lexemes) x
 $$;
 
+-- What the ICD-10-CM Index calls a run of the term's concepts said absent: an Index entry that refers elsewhere with a
+-- "see" ("Inflammation > esophagus - see Esophagitis", "Blood > in urine - see Hematuria") says its words are another
+-- name for the entry it names, so a run of consecutive concepts from one that starts with a word of `starts` (the
+-- first word of each clause the term says is absent, medrag_absences: a "without" clause ends at "of", the Index's
+-- phrase may not; a clause running on to other words names them only from its head), whose typed words are that
+-- entry's words, no more and no fewer, is also worded as the named entry: "without inflammation of the esophagus" says what "Gastro-esophageal reflux disease without
+-- esophagitis" does. A reference to a generic entry ("Esophagus - see condition", whose referrers name no alias of
+-- it) names nothing. Rows [first concept n, last concept n, the entry's words, the named entry's words].
+CREATE OR REPLACE FUNCTION medrag_index_names(concepts jsonb, index_release integer, starts text[])
+RETURNS TABLE (first_n integer, last_n integer, entry_words text, named_words text[])
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+-- planned for each call's lexemes: a generic plan reads the Index whole (30 ms) where the GIN index on the referring
+-- entries' core lexemes answers in 1 ms
+SET plan_cache_mode = force_custom_plan
+AS $$
+DECLARE
+    typed_lexemes text[];
+BEGIN
+    IF index_release IS NULL OR coalesce(cardinality(starts), 0) = 0 THEN
+        RETURN;
+    END IF;
+    typed_lexemes := ARRAY(SELECT DISTINCT l FROM medrag_term_concepts(concepts) c,
+                                  jsonb_array_elements(c.wordings) AS w(value),
+                                  jsonb_array_elements_text(w.value -> 'lexemes') AS l
+                           WHERE w.value ->> 'origin' = 'typed' AND NOT c.dropped);
+    IF cardinality(typed_lexemes) = 0 THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    WITH c AS MATERIALIZED (
+        SELECT c.n::int AS n, c.words[1] = ANY (starts) AS absent,
+               ARRAY(SELECT DISTINCT l COLLATE "C" FROM jsonb_array_elements(c.wordings) AS w(value),
+                            jsonb_array_elements_text(w.value -> 'lexemes') AS l
+                     WHERE w.value ->> 'origin' = 'typed' ORDER BY 1) AS lexemes
+        FROM medrag_term_concepts(concepts) c
+        WHERE NOT c.dropped
+    ),
+    entry AS (
+        SELECT DISTINCT ON (e.core_lexemes, t.core_text) array_remove(e.core_lexemes, 'nec') AS lexemes,
+               e.core_text, ARRAY(SELECT w FROM unnest(medrag_words_of(lower(t.core_text))) AS w WHERE w <> 'nec')
+                   AS named_words
+        FROM icd10cm_index_entry e
+        JOIN icd10cm_index_entry t
+          ON t.release_id = e.release_id AND t.index_name = e.index_name AND t.entry_id = e.see_entry_id
+         AND t.column_name IS NULL AND cardinality(t.aliases) > 0
+        WHERE e.release_id = index_release AND e.index_name = 'diseases' AND e.see IS NOT NULL
+          AND e.see_entry_id IS NOT NULL AND e.core_lexemes <@ typed_lexemes
+        ORDER BY e.core_lexemes, t.core_text, e.entry_id
+    ),
+    run AS (
+        SELECT a.n AS first_n, b.n AS last_n,
+               ARRAY(SELECT DISTINCT l FROM c x, unnest(x.lexemes) AS l WHERE x.n BETWEEN a.n AND b.n) AS lexemes
+        FROM c a JOIN c b ON b.n >= a.n
+        -- consecutive concepts, each with words of its own, from one the term says absent
+        WHERE a.absent AND (SELECT count(*) FROM c x WHERE x.n BETWEEN a.n AND b.n AND cardinality(x.lexemes) > 0)
+              = b.n - a.n + 1
+    )
+    SELECT r.first_n, r.last_n, e.core_text, e.named_words
+    FROM run r JOIN entry e ON r.lexemes @> e.lexemes AND r.lexemes <@ e.lexemes
+    WHERE cardinality(e.named_words) > 0
+    ORDER BY r.first_n, r.last_n, e.core_text;
+END
+$$;
+
+-- The concepts with what the Index calls each run of them said absent (medrag_index_names) added as a wording of each
+-- concept of the run (origin index_name).
+CREATE OR REPLACE FUNCTION medrag_index_named_concepts(concepts jsonb, index_release integer, starts text[])
+RETURNS jsonb
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+AS $$
+DECLARE
+    named record;
+    added jsonb;
+BEGIN
+    FOR named IN SELECT * FROM medrag_index_names(concepts, index_release, starts) LOOP
+        FOR n IN named.first_n .. named.last_n LOOP
+            added := medrag_add_wording(concepts, n, named.named_words, medrag_code_finder_names() ->> 'index_name');
+            concepts := coalesce(added, concepts);
+        END LOOP;
+    END LOOP;
+    RETURN concepts;
+END
+$$;
+
 -- Stage 1, analyse the term: the finder's state before any lookup (the state medrag_find_codes hands from stage to
 -- stage, as jsonb, so psql can call each stage on its own). The classification and the term's concepts, the routing
 -- priors, the systems searched and the release each reads (the current one, or the one labelled release_label), the
@@ -279,6 +377,7 @@ DECLARE
     semantic_systems text[] := '{}';
     skipped text[] := '{}';
     known text[] := '{}';
+    absent_starts text[];
     sys text;
     txt text;
 BEGIN
@@ -334,6 +433,15 @@ BEGIN
                  coalesce(substring(regexp_replace(r.label, '[^0-9]', '', 'g') FROM '^[0-9]{1,4}')::int, 0) DESC,
                  r.label COLLATE "C" DESC
         LIMIT 1;
+    END IF;
+    -- what the term says is absent, also as the Index names it ("without inflammation of the esophagus": esophagitis)
+    absent_starts := ARRAY(SELECT a.value -> 1 ->> 0 FROM jsonb_array_elements(medrag_absences(term_text)) AS a(value));
+    IF index_release IS NOT NULL AND cardinality(absent_starts) > 0 THEN
+        trace := trace || ARRAY(SELECT 'absent as the Index names it: ' || string_agg(
+                                           lower(x.entry_words) || ' = ' || array_to_string(x.named_words, ' '), ', '
+                                           ORDER BY x.first_n)
+                                FROM medrag_index_names(concepts, index_release, absent_starts) x HAVING count(*) > 0);
+        concepts := medrag_index_named_concepts(concepts, index_release, absent_starts);
     END IF;
     IF term_text <> '' THEN
         -- the systems the vector lookup searches: those whose code documents have embeddings, given the term's

@@ -294,6 +294,31 @@ def test_a_negation_icd10cm_states_is_searched_as_written(indexed_engine, term, 
     assert (set(found[0]), found[1]) == (negated, absences)
 
 
+def test_what_a_term_says_is_absent_is_also_read_as_the_index_names_it(indexed_engine, finder) -> None:
+    """"Inflammation > esophagus - see Esophagitis": "without inflammation of the esophagus" is K21.9's "without
+    esophagitis", so the code that says esophagitis is present is contradicted. Only what the term says is absent is
+    renamed, and a reference to a generic entry ("Esophagus - see condition") names nothing."""
+    term = "acid reflux without inflammation of the esophagus"
+    search = finder.find(term)
+    assert codes_of(search, ICD10CM)[0] == "K21.9", search.trace
+    assert "K21.00" not in codes_of(search)
+    assert "absent as the Index names it: inflammation esophagus = esophagitis" in search.trace
+    assert not [line for line in finder.find("inflammation of the esophagus").trace if "Index names" in line]
+    with indexed_engine.connect() as conn:
+        def names(text_: str, starts: list[str]) -> list[tuple]:
+            return [tuple(row) for row in conn.execute(text(
+                "SELECT x.* FROM medrag_classify_code_term(:t) AS c, "
+                "medrag_index_names(medrag_code_concepts(c ->> 'text', c), "
+                "(SELECT max(release_id) FROM icd10cm_index_entry), CAST(:starts AS text[])) AS x"),
+                {"t": text_, "starts": starts})]
+
+        # concepts 3 and 4 of acid reflux + inflammation + esophagus; the clause ends at "of", the Index's phrase not
+        assert names(term, ["inflammation"]) == [(3, 4, "Inflammation esophagus", ["esophagitis"])]
+        assert names(term, ["acid"]) == []
+        assert names(term, []) == []
+        assert names("reflux without esophagus", ["esophagus"]) == []
+
+
 def test_a_term_stating_a_codes_own_negation_finds_that_code_and_not_its_opposite(finder) -> None:
     """Read as a denial, "not associated with childbirth" would rule N64.3 out and "not intractable epilepsy" leave
     nothing to search; read as the codes' wording, they find the code that states it, and a code naming the word

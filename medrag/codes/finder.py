@@ -29,7 +29,7 @@ from medrag.codes.clinical_tables import search_clinical_tables
 from medrag.codes.consolidate import GUESS
 from medrag.codes.plan import CodeRelease
 from medrag.codes.results import CodeMatch, CodeSearch, Related, ScoredCode, summarize
-from medrag.codes.terms import AS_TYPED, WORD_FORM
+from medrag.codes.terms import AS_TYPED, INDEX_NAME, WORD_FORM
 from medrag.core import tuning
 from medrag.core.errors import MedragError
 
@@ -52,7 +52,7 @@ def finder_names_sql() -> str:
         "systems": list(SYSTEMS), "sources": plan.DOCUMENT_SOURCE, "aliases": SYSTEM_ALIASES,
         "kinds": {ICD10CM: ["diagnosis"], HCPCS: ["procedure"]}, "modifier_kinds": ["procedure", "modifier"],
         "all_kinds": {system: list(kinds) for system, kinds in ALL_KINDS.items()}, "as_typed": list(AS_TYPED),
-        "word_form": WORD_FORM, "guess_tier": GUESS,
+        "word_form": WORD_FORM, "index_name": INDEX_NAME, "guess_tier": GUESS,
     }
     literal = json.dumps(names, sort_keys=True).replace("'", "''")
     return f"""

@@ -27,6 +27,9 @@ from medrag.codes.classify import (
 TYPED = "typed"
 COMPOUND = "compound"  # the typed word as the corpus writes it, hyphenated ("checkup": check-up)
 WORD_FORM = "word_form"  # another form of the typed word the ICD-10-CM Index lists ("pancreatic": pancreas)
+# what an Index entry that refers elsewhere calls a run of the typed words ("inflammation of the esophagus":
+# esophagitis; medrag_index_names)
+INDEX_NAME = "index_name"
 # the word a typed abbreviation of the current HCPCS release's short descriptions stands for ("inj": injection)
 ABBREVIATION = "abbreviation"
 SYNONYM = "synonym"

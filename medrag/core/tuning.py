@@ -173,6 +173,8 @@ FINDER = (
     _real("origin_word_form", 0.5, "weight of another form of a typed word the ICD-10-CM Index lists",
           bundle="origin_weights", key="word_form"),
     _real("origin_synonym", 1.0, "weight of a synonym's wording", bundle="origin_weights", key="synonym"),
+    _real("origin_index_name", 1.0, "weight of what an ICD-10-CM Index reference calls a run of the term's words",
+          bundle="origin_weights", key="index_name"),
     _real("origin_abbreviation", 1.0, "weight of the word a typed HCPCS abbreviation stands for",
           bundle="origin_weights", key="abbreviation"),
     _real("origin_spelling", 0.9, "weight of a spelling correction's wording", bundle="origin_weights",
