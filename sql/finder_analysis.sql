@@ -262,14 +262,28 @@ AS $$
                               unnest(tsvector_to_array(to_tsvector('english', w))) AS l ORDER BY 1) AS lexemes) x
 $$;
 
--- What the ICD-10-CM Index calls a run of the term's concepts said absent: an Index entry that refers elsewhere with a
+-- Each searched-for concept of a term (not dropped) with its words and the lexemes of its wording as typed.
+CREATE OR REPLACE FUNCTION medrag_typed_concepts(concepts jsonb)
+RETURNS TABLE (n integer, words text[], lexemes text[])
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT c.n::int, c.words,
+           ARRAY(SELECT DISTINCT l COLLATE "C" FROM jsonb_array_elements(c.wordings) AS w(value),
+                        jsonb_array_elements_text(w.value -> 'lexemes') AS l
+                 WHERE w.value ->> 'origin' = 'typed' ORDER BY 1)
+    FROM medrag_term_concepts(concepts) c
+    WHERE NOT c.dropped
+$$;
+
+-- What the ICD-10-CM Index calls a run of the term's concepts said absent. An Index entry that refers elsewhere with a
 -- "see" ("Inflammation > esophagus - see Esophagitis", "Blood > in urine - see Hematuria") says its words are another
--- name for the entry it names, so a run of consecutive concepts from one that starts with a word of `starts` (the
--- first word of each clause the term says is absent, medrag_absences: a "without" clause ends at "of", the Index's
--- phrase may not; a clause running on to other words names them only from its head), whose typed words are that
--- entry's words, no more and no fewer, is also worded as the named entry: "without inflammation of the esophagus" says what "Gastro-esophageal reflux disease without
--- esophagitis" does. A reference to a generic entry ("Esophagus - see condition", whose referrers name no alias of
--- it) names nothing. Rows [first concept n, last concept n, the entry's words, the named entry's words].
+-- name for the entry it names. So a run of consecutive concepts whose typed words are that entry's words, no more and
+-- no fewer, and whose first concept starts with a word of `starts`, is also worded as the named entry: "without
+-- inflammation of the esophagus" says what "Gastro-esophageal reflux disease without esophagitis" does. `starts`
+-- holds the first word of each clause the term says is absent (medrag_absences): a "without" clause ends at "of",
+-- the Index's phrase may not, and a clause that runs on to other words is renamed only from its head. A reference
+-- to a generic entry ("Esophagus - see condition", whose referrers name no alias of it) names nothing. Rows [first
+-- concept n, last concept n, the entry's words, the named entry's words].
 CREATE OR REPLACE FUNCTION medrag_index_names(concepts jsonb, index_release integer, starts text[])
 RETURNS TABLE (first_n integer, last_n integer, entry_words text, named_words text[])
 LANGUAGE plpgsql STABLE PARALLEL SAFE
@@ -283,22 +297,12 @@ BEGIN
     IF index_release IS NULL OR coalesce(cardinality(starts), 0) = 0 THEN
         RETURN;
     END IF;
-    typed_lexemes := ARRAY(SELECT DISTINCT l FROM medrag_term_concepts(concepts) c,
-                                  jsonb_array_elements(c.wordings) AS w(value),
-                                  jsonb_array_elements_text(w.value -> 'lexemes') AS l
-                           WHERE w.value ->> 'origin' = 'typed' AND NOT c.dropped);
+    typed_lexemes := ARRAY(SELECT DISTINCT l FROM medrag_typed_concepts(concepts) c, unnest(c.lexemes) AS l);
     IF cardinality(typed_lexemes) = 0 THEN
         RETURN;
     END IF;
     RETURN QUERY
-    WITH c AS MATERIALIZED (
-        SELECT c.n::int AS n, c.words[1] = ANY (starts) AS absent,
-               ARRAY(SELECT DISTINCT l COLLATE "C" FROM jsonb_array_elements(c.wordings) AS w(value),
-                            jsonb_array_elements_text(w.value -> 'lexemes') AS l
-                     WHERE w.value ->> 'origin' = 'typed' ORDER BY 1) AS lexemes
-        FROM medrag_term_concepts(concepts) c
-        WHERE NOT c.dropped
-    ),
+    WITH c AS MATERIALIZED (SELECT * FROM medrag_typed_concepts(concepts)),
     entry AS (
         SELECT DISTINCT ON (e.core_lexemes, t.core_text) array_remove(e.core_lexemes, 'nec') AS lexemes,
                e.core_text, ARRAY(SELECT w FROM unnest(medrag_words_of(lower(t.core_text))) AS w WHERE w <> 'nec')
@@ -315,8 +319,9 @@ BEGIN
         SELECT a.n AS first_n, b.n AS last_n,
                ARRAY(SELECT DISTINCT l FROM c x, unnest(x.lexemes) AS l WHERE x.n BETWEEN a.n AND b.n) AS lexemes
         FROM c a JOIN c b ON b.n >= a.n
-        -- consecutive concepts, each with words of its own, from one the term says absent
-        WHERE a.absent AND (SELECT count(*) FROM c x WHERE x.n BETWEEN a.n AND b.n AND cardinality(x.lexemes) > 0)
+        -- consecutive concepts, each with words of its own, from the head of a clause said absent
+        WHERE a.words[1] = ANY (starts)
+          AND (SELECT count(*) FROM c x WHERE x.n BETWEEN a.n AND b.n AND cardinality(x.lexemes) > 0)
               = b.n - a.n + 1
     )
     SELECT r.first_n, r.last_n, e.core_text, e.named_words
