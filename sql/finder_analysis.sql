@@ -331,26 +331,6 @@ BEGIN
 END
 $$;
 
--- The concepts with what the Index calls each run of them said absent (medrag_index_names) added as a wording of each
--- concept of the run (origin index_name).
-CREATE OR REPLACE FUNCTION medrag_index_named_concepts(concepts jsonb, index_release integer, starts text[])
-RETURNS jsonb
-LANGUAGE plpgsql STABLE PARALLEL SAFE
-AS $$
-DECLARE
-    named record;
-    added jsonb;
-BEGIN
-    FOR named IN SELECT * FROM medrag_index_names(concepts, index_release, starts) LOOP
-        FOR n IN named.first_n .. named.last_n LOOP
-            added := medrag_add_wording(concepts, n, named.named_words, medrag_code_finder_names() ->> 'index_name');
-            concepts := coalesce(added, concepts);
-        END LOOP;
-    END LOOP;
-    RETURN concepts;
-END
-$$;
-
 -- Stage 1, analyse the term: the finder's state before any lookup (the state medrag_find_codes hands from stage to
 -- stage, as jsonb, so psql can call each stage on its own). The classification and the term's concepts, the routing
 -- priors, the systems searched and the release each reads (the current one, or the one labelled release_label), the
@@ -383,6 +363,8 @@ DECLARE
     skipped text[] := '{}';
     known text[] := '{}';
     absent_starts text[];
+    named record;
+    named_absent text[] := '{}';
     sys text;
     txt text;
 BEGIN
@@ -442,11 +424,18 @@ BEGIN
     -- what the term says is absent, also as the Index names it ("without inflammation of the esophagus": esophagitis)
     absent_starts := ARRAY(SELECT a.value -> 1 ->> 0 FROM jsonb_array_elements(medrag_absences(term_text)) AS a(value));
     IF index_release IS NOT NULL AND cardinality(absent_starts) > 0 THEN
-        trace := trace || ARRAY(SELECT 'absent as the Index names it: ' || string_agg(
-                                           lower(x.entry_words) || ' = ' || array_to_string(x.named_words, ' '), ', '
-                                           ORDER BY x.first_n)
-                                FROM medrag_index_names(concepts, index_release, absent_starts) x HAVING count(*) > 0);
-        concepts := medrag_index_named_concepts(concepts, index_release, absent_starts);
+        -- each run the Index names is a wording of every concept of it (origin index_name); one lookup, read once
+        FOR named IN SELECT * FROM medrag_index_names(concepts, index_release, absent_starts) LOOP
+            named_absent := named_absent
+                            || (lower(named.entry_words) || ' = ' || array_to_string(named.named_words, ' '));
+            FOR concept_n IN named.first_n .. named.last_n LOOP
+                concepts := coalesce(medrag_add_wording(concepts, concept_n, named.named_words, cfg ->> 'index_name'),
+                                     concepts);
+            END LOOP;
+        END LOOP;
+        IF cardinality(named_absent) > 0 THEN
+            trace := trace || ('absent as the Index names it: ' || array_to_string(named_absent, ', '));
+        END IF;
     END IF;
     IF term_text <> '' THEN
         -- the systems the vector lookup searches: those whose code documents have embeddings, given the term's
