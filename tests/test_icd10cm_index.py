@@ -48,6 +48,10 @@ def _entry(parsed, *path: str):
     return next(entry for entry in parsed.entries if entry.path == path)
 
 
+def _path_of(parsed, entry_id: int) -> tuple[str, ...]:
+    return next(entry.path for entry in parsed.entries if entry.entry_id == entry_id)
+
+
 def test_member_names_say_which_index() -> None:
     assert index_member_kind("icd10cm_index_2025.xml") == DISEASES
     assert index_member_kind("sub/icd-10-cm-eindex-2025.xml") == EXTERNAL_CAUSES
@@ -236,6 +240,32 @@ def test_references_are_found_as_a_coder_reads_them(indexes) -> None:
     # a plural naming a singular main term ("Complications, enterostomy": Complication > enterostomy)
     assert _entry(diseases, "Complication", "ileostomy").see_entry_id == \
         _entry(diseases, "Complication", "enterostomy").entry_id
+
+
+def test_a_reference_to_a_name_several_main_terms_share_names_the_one_a_coder_means(indexes) -> None:
+    diseases = indexes[DISEASES]
+    traumatic, pathological = "Fracture, traumatic", "Fracture, pathological"
+    # the referrer's own main term, though "Fracture, pathological" (earlier in the Index) also has a humerus
+    humerus = _entry(diseases, traumatic, "arm", "humerus")
+    assert humerus.see == "Fracture, humerus" and _entry(diseases, pathological, "humerus")
+    assert humerus.see_entry_id == _entry(diseases, traumatic, "humerus").entry_id
+    assert humerus.code.startswith("S42.") and "Fracture, traumatic arm humerus" in \
+        _entry(diseases, traumatic, "humerus").aliases
+    # from another main term, the shared name's largest main term: a broken back is a traumatic fracture
+    back = _entry(diseases, "Broken", "back")
+    assert back.see == "Fracture, vertebra"
+    # (that entry gives no code of its own, its subterms do: nor does the reference, where it gave the pathological
+    # M84.48)
+    assert _path_of(diseases, back.see_entry_id)[0] == traumatic and back.code is None
+    # the bare shared name gives the main term's code, but its words are no other name of its thousands of entries
+    bone = _entry(diseases, "Broken", "bone")
+    assert bone.see == "Fracture" and bone.see_entry_id == _entry(diseases, traumatic).entry_id
+    assert bone.code == _entry(diseases, traumatic).code == "T14.8"
+    assert "Broken bone" not in _entry(diseases, traumatic).aliases
+    # a name that is a form of the first ("Gout, gouty") is the plain term: "Arthritis > gouty" is another name of it
+    assert "Arthritis, arthritic gouty" in _entry(diseases, "Gout, gouty").aliases
+    # a reference naming the qualifier stays an alias
+    assert "Compression fracture traumatic" in _entry(diseases, traumatic).aliases
 
 
 def test_a_reference_to_one_neoplasm_table_cell_gives_its_code(indexes) -> None:

@@ -8,9 +8,10 @@ icd10cm_index_entry per code it gives: one row for a plain index term, one per f
 
 A "see" or "see also" reference is resolved to the entry it names ("Stone" see also "Calculus" -> the main term
 Calculus), and the referring words become aliases of that entry and everything under it: "stone" then finds
-Calculus > ureter -> N20.1, as a coder following the reference would. A "see also" within one main term ("History,
-family" see also "History, personal") points at a neighbour, not another name: it is resolved but makes no alias.
-A reference into the Table of Drugs
+Calculus > ureter -> N20.1, as a coder following the reference would. A name several main terms share ("see
+Fracture, humerus") is the referrer's own main term, else the one with the most entries. A "see also" within one main
+term ("History, family" see also "History, personal") points at a neighbour, not another name: it is resolved but
+makes no alias. A reference into the Table of Drugs
 ("Overdose" see "Table of Drugs and Chemicals, by drug, poisoning") or into a whole column of the Neoplasm Table
 ("Carcinoma" see "Neoplasm, by site, malignant") from a main term makes that term an alias of the table's matching
 columns; a site-specific one ("Neoplasm, skin, benign") names one cell. An entry that gives no code and refers
@@ -25,9 +26,10 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from pathlib import Path, PurePosixPath
 from xml.etree.ElementTree import Element
 
@@ -316,6 +318,7 @@ def resolve_references(indexes: Iterable[ParsedIndex]) -> None:
         for entry in parsed.entries:
             parent = by_id.get(entry.parent_id) if entry.parent_id else None
             entry.path = (*(parent.path if parent else ()), entry.title)
+        main_sizes = Counter(entry.path[0] for entry in parsed.entries)
         for entry in parsed.entries:
             words = " ".join(entry.path)
             for reference, also in ((entry.see, False), (entry.see_also, True)):
@@ -341,7 +344,7 @@ def resolve_references(indexes: Iterable[ParsedIndex]) -> None:
                     if entry.code is None and not entry.cells:
                         entry.code = cell
                     continue
-                target = _resolve(reference, children)
+                target = _resolve(reference, children, partial(_preferred, entry, main_sizes))
                 if target is None or target is entry:
                     continue
                 if entry.see_entry_id is None:
@@ -351,6 +354,13 @@ def resolve_references(indexes: Iterable[ParsedIndex]) -> None:
                 if also and target.path[0] == entry.path[0]:
                     continue
                 entry.names = entry.names or target
+                # "Broken > bone - see Fracture" names what every "Fracture, ..." main term codes, not the traumatic
+                # one chosen: its words are no other name of that main term's entries ("Arthritis > gouty - see Gout"
+                # names "Gout, gouty", whose further name is a form of the first, and is one).
+                qualifiers = set(_qualifiers(target.title)) if target.parent_id is None else set()
+                if (qualifiers and not qualifiers & set(_words(reference))
+                        and len(_children_named(children.get(None, []), reference)) > 1):
+                    continue
                 if words not in target.aliases:
                     target.aliases.append(words)
         for entry in parsed.entries:
@@ -372,6 +382,13 @@ def _children(parsed: ParsedIndex) -> dict[int | None, list[IndexEntry]]:
     for entry in parsed.entries:
         children.setdefault(entry.parent_id, []).append(entry)
     return children
+
+
+def _preferred(referrer: IndexEntry, main_sizes: Mapping[str, int], target: IndexEntry) -> tuple[bool, int]:
+    """Among entries one reference may name, the referrer's own main term's ("Fracture, traumatic > arm > humerus -
+    see Fracture, humerus"), else the one under the main term with the most entries, which the shared name stands
+    for ("Broken > back - see Fracture, vertebra": the traumatic fracture, not the pathological one)."""
+    return target.path[0] == referrer.path[0], main_sizes[target.path[0]]
 
 
 def _neoplasm_cell(reference: str, trees: list[dict[int | None, list[IndexEntry]]]) -> str | None:
@@ -405,28 +422,34 @@ def _named_code(entry: IndexEntry) -> str | None:
     return None
 
 
-def _resolve(reference: str, children: dict[int | None, list[IndexEntry]]) -> IndexEntry | None:
+# Which of several entries a reference may name comes first: a larger key (see _resolve_parts).
+Preference = Callable[[IndexEntry], tuple]
+
+
+def _resolve(reference: str, children: dict[int | None, list[IndexEntry]],
+             preference: Preference) -> IndexEntry | None:
     """The entry a reference names: the longest comma-joined prefix that is a main term, then its subterms; a
     reference without commas may name a main term and a subterm in one phrase ("Otitis media": Otitis > media)."""
     parts = [part for part in map(_without_parentheses, reference.split(",")) if part]
-    target = _resolve_parts(parts, children)
+    target = _resolve_parts(parts, children, preference)
     if target is None and len(parts) == 1:
         words = parts[0].split()
         for split in range(len(words) - 1, 0, -1):
-            target = _resolve_parts([" ".join(words[:split]), " ".join(words[split:])], children)
+            target = _resolve_parts([" ".join(words[:split]), " ".join(words[split:])], children, preference)
             if target is not None:
                 break
     return target
 
 
-def _resolve_parts(parts: list[str], children: dict[int | None, list[IndexEntry]]) -> IndexEntry | None:
-    # Several main terms may share a name ("Fracture, pathological", "Fracture, traumatic"): the first under which
-    # the rest of the reference is found is the one meant ("Fracture, femur, neck").
+def _resolve_parts(parts: list[str], children: dict[int | None, list[IndexEntry]],
+                   preference: Preference) -> IndexEntry | None:
+    # Several main terms may share a name ("Fracture, pathological", "Fracture, traumatic") and the rest of the
+    # reference may stand under more than one of them ("see Fracture, humerus"): preference chooses.
     for split in range(len(parts), 0, -1):
-        for main in _children_named(children.get(None, []), ", ".join(parts[:split])):
-            target = _descend(main, parts[split:], children)
-            if target is not None:
-                return target
+        found = [target for main in _children_named(children.get(None, []), ", ".join(parts[:split]))
+                 if (target := _descend(main, parts[split:], children)) is not None]
+        if found:
+            return max(found, key=preference)
     return None
 
 
@@ -566,6 +589,15 @@ def index_rows(parsed: ParsedIndex, titles: Mapping[str, str] | None = None) -> 
     return rows
 
 
+def _qualifiers(title: str) -> list[str]:
+    """The words of a main term's further names that are not forms of its first name: "traumatic" of "Fracture,
+    traumatic", none of "Gout, gouty"."""
+    first, _, further = _without_parentheses(title).partition(",")
+    first_words = _words(first)
+    return [word for word in dict.fromkeys(_words(further))
+            if not any(word[:_FORM_PREFIX] == other[:_FORM_PREFIX] for other in first_words)]
+
+
 def carried_qualifiers(parsed: ParsedIndex, titles: Mapping[str, str]) -> dict[int, tuple[str, ...]]:
     """The words of each main term's further names that most of its codes' titles carry: {main term id: words}.
 
@@ -585,10 +617,7 @@ def carried_qualifiers(parsed: ParsedIndex, titles: Mapping[str, str]) -> dict[i
                 codes_under.setdefault(main.entry_id, []).append(title)
     carried = {}
     for main_id, code_titles in codes_under.items():
-        first, _, further = _without_parentheses(main_of[main_id].title).partition(",")
-        first_words = _words(first)
-        candidates = [word for word in dict.fromkeys(_words(further))
-                      if not any(word[:_FORM_PREFIX] == other[:_FORM_PREFIX] for other in first_words)]
+        candidates = _qualifiers(main_of[main_id].title)
         title_words = [set(_words(title)) for title in code_titles]
         kept = tuple(word for word in candidates
                      if 2 * sum(word in words for words in title_words) > len(title_words))
