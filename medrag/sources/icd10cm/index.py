@@ -315,6 +315,7 @@ def resolve_references(indexes: Iterable[ParsedIndex]) -> None:
     for parsed in indexes:
         by_id = {entry.entry_id: entry for entry in parsed.entries}
         children = _children(parsed)
+        mains = _named(children.get(None, []))
         for entry in parsed.entries:
             parent = by_id.get(entry.parent_id) if entry.parent_id else None
             entry.path = (*(parent.path if parent else ()), entry.title)
@@ -344,7 +345,7 @@ def resolve_references(indexes: Iterable[ParsedIndex]) -> None:
                     if entry.code is None and not entry.cells:
                         entry.code = cell
                     continue
-                target = _resolve(reference, children, partial(_preferred, entry, main_sizes))
+                target = _resolve(reference, mains, children, partial(_preferred, entry, main_sizes))
                 if target is None or target is entry:
                     continue
                 if entry.see_entry_id is None:
@@ -359,7 +360,7 @@ def resolve_references(indexes: Iterable[ParsedIndex]) -> None:
                 # names "Gout, gouty", whose further name is a form of the first, and is one).
                 qualifiers = set(_qualifiers(target.title)) if target.parent_id is None else set()
                 if (qualifiers and not qualifiers & set(_words(reference))
-                        and len(_children_named(children.get(None, []), reference)) > 1):
+                        and len(mains.get(_name_key(reference), ())) > 1):
                     continue
                 if words not in target.aliases:
                     target.aliases.append(words)
@@ -426,27 +427,28 @@ def _named_code(entry: IndexEntry) -> str | None:
 Preference = Callable[[IndexEntry], tuple]
 
 
-def _resolve(reference: str, children: dict[int | None, list[IndexEntry]],
+def _resolve(reference: str, mains: Mapping[str, list[IndexEntry]], children: dict[int | None, list[IndexEntry]],
              preference: Preference) -> IndexEntry | None:
     """The entry a reference names: the longest comma-joined prefix that is a main term, then its subterms; a
     reference without commas may name a main term and a subterm in one phrase ("Otitis media": Otitis > media)."""
     parts = [part for part in map(_without_parentheses, reference.split(",")) if part]
-    target = _resolve_parts(parts, children, preference)
+    target = _resolve_parts(parts, mains, children, preference)
     if target is None and len(parts) == 1:
         words = parts[0].split()
         for split in range(len(words) - 1, 0, -1):
-            target = _resolve_parts([" ".join(words[:split]), " ".join(words[split:])], children, preference)
+            target = _resolve_parts([" ".join(words[:split]), " ".join(words[split:])], mains, children,
+                                    preference)
             if target is not None:
                 break
     return target
 
 
-def _resolve_parts(parts: list[str], children: dict[int | None, list[IndexEntry]],
-                   preference: Preference) -> IndexEntry | None:
+def _resolve_parts(parts: list[str], mains: Mapping[str, list[IndexEntry]],
+                   children: dict[int | None, list[IndexEntry]], preference: Preference) -> IndexEntry | None:
     # Several main terms may share a name ("Fracture, pathological", "Fracture, traumatic") and the rest of the
     # reference may stand under more than one of them ("see Fracture, humerus"): preference chooses.
     for split in range(len(parts), 0, -1):
-        found = [target for main in _children_named(children.get(None, []), ", ".join(parts[:split]))
+        found = [target for main in mains.get(_name_key(", ".join(parts[:split])), ())
                  if (target := _descend(main, parts[split:], children)) is not None]
         if found:
             return max(found, key=preference)
@@ -475,6 +477,16 @@ def _subterm(below: list[IndexEntry], part: str, children: dict[int | None, list
             for entry in _children_named(children.get(connective.entry_id, []), " ".join(words[cut:])):
                 return entry
     return None
+
+
+def _named(entries: list[IndexEntry]) -> dict[str, list[IndexEntry]]:
+    """The entries under each name a reference may give them (_keys), in document order: the main terms are looked
+    up once per reference, and a scan of the tens of thousands of them for each took half a minute of a load."""
+    named: dict[str, list[IndexEntry]] = {}
+    for entry in entries:
+        for key in _keys(entry.title):
+            named.setdefault(key, []).append(entry)
+    return named
 
 
 def _children_named(entries: list[IndexEntry], name: str) -> list[IndexEntry]:
