@@ -98,17 +98,21 @@ def test_a_refresh_under_load_switches_every_route_from_one_release_to_the_next(
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
-    with running_app(create_app(settings)) as base_url:
-        threads = [threading.Thread(target=client, args=(n, base_url)) for n in range(CLIENTS)]
-        for thread in threads:
-            thread.start()
-        time.sleep(2)  # the clients are querying the old release when the refresh starts
-        result = refresh_source(settings, engine, "icd10cm", release=NEW)
+    try:
+        with running_app(create_app(settings)) as base_url:
+            threads = [threading.Thread(target=client, args=(n, base_url)) for n in range(CLIENTS)]
+            for thread in threads:
+                thread.start()
+            time.sleep(2)  # the clients are querying the old release when the refresh starts
+            result = refresh_source(settings, engine, "icd10cm", release=NEW)
+            refreshed.set()
+            for thread in threads:
+                thread.join(timeout=HUNG_SERVER_S)
+    finally:
+        # a refresh that raised must not leave the watcher holding a connection to the module's database
         refreshed.set()
-        for thread in threads:
-            thread.join(timeout=HUNG_SERVER_S)
-    finished.set()
-    watcher.join()
+        finished.set()
+        watcher.join()
 
     assert [outcome.label for outcome in result.loaded] == [NEW]
     assert not errors, f"{errors[:5]}; statements that waited over {WAITED_S} s: {waited[:5]}"
