@@ -16,10 +16,12 @@ AS $$
 $$;
 
 -- Descriptions holding the term's stems ('%injur%'): codes matching more of the stems, then shorter ones, first. The
--- trigram index answers ILIKE one stem at a time, so each description is matched once per stem that reaches it
--- rather than once per stem for every description any stem reaches (thousands for "unspecifi"). A 7th-character
--- form repeats its base code's words (the base code is ranked, its form chosen after); a HCPCS record terminated
--- before today is no longer a code to report.
+-- trigram index answers LIKE one stem at a time, so each description is matched once per stem that reaches it
+-- rather than once per stem for every description any stem reaches (thousands for "unspecifi"). The descriptions are
+-- medrag_code_description's (revision 0048): lower-cased once, so a lower-cased stem matches exactly what ILIKE on
+-- the Tabular's wording would, and narrow, so a common stem's thousands of codes are read from few pages. A
+-- 7th-character form repeats its base code's words (the base code is ranked, its form chosen after) and has no row
+-- there; a HCPCS record terminated before today is no longer a code to report.
 CREATE OR REPLACE FUNCTION medrag_code_words_leg(code_release integer, code_source text, patterns text[],
                                                  kinds text[], n integer)
 RETURNS TABLE (code text, leg_rank integer, leg_score double precision)
@@ -30,13 +32,10 @@ AS $$
         SELECT found.code, found.size, count(*) AS matched
         FROM unnest(patterns) AS p(pattern)
         CROSS JOIN LATERAL (
-            SELECT c.code, length(c.description) AS size FROM icd10cm_code c
-            WHERE code_source = 'icd10cm' AND c.release_id = code_release AND c.description ILIKE p.pattern
-              AND c.seventh_character IS NULL
-            UNION ALL
-            SELECT c.code, length(c.long_description) FROM hcpcs_code c
-            WHERE code_source = 'hcpcs' AND c.release_id = code_release AND c.long_description ILIKE p.pattern
-              AND c.kind = ANY (kinds) AND (c.termination_date IS NULL OR c.termination_date >= current_date)
+            SELECT c.code, c.size FROM medrag_code_description c
+            WHERE c.release_id = code_release AND c.description LIKE lower(p.pattern)
+              AND (code_source = 'icd10cm' OR c.kind = ANY (kinds))
+              AND (c.termination_date IS NULL OR c.termination_date >= current_date)
         ) found
         GROUP BY found.code, found.size
     ) m

@@ -153,7 +153,8 @@ BEGIN
                             FILTER (WHERE f.form IS NOT NULL), '[]'))
     INTO output
     FROM jsonb_array_elements(chosen) WITH ORDINALITY AS c(value, n)
-    CROSS JOIN LATERAL (SELECT medrag_seventh_form(c.value, cls ->> 'encounter', affirmed) AS form) f
+    -- OFFSET 0: one form per code; a sub-select the planner pulls up is computed again at each of its uses
+    CROSS JOIN LATERAL (SELECT medrag_seventh_form(c.value, cls ->> 'encounter', affirmed) AS form OFFSET 0) f
     LEFT JOIN LATERAL (
         SELECT jsonb_agg(jsonb_build_object('source', 'lcd', 'key', l.lcd, 'title', l.title,
                                             'contractors', to_jsonb(l.contractors))

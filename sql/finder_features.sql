@@ -164,14 +164,17 @@ AS $$
         CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(c.seventh) = 'array' THEN c.seventh
                                                      ELSE '[]' END) WITH ORDINALITY AS f(value, n)
     ),
+    seventh_held AS MATERIALIZED (
+        -- what each meaning holds of the term, read once per meaning: the candidates of a fracture term share a few
+        -- dozen meanings over hundreds of forms, and a join the planner flattens reads one per form
+        SELECT m.meaning, medrag_seventh_held(m.meaning, q.lexemes) AS lexemes
+        FROM (SELECT DISTINCT meaning FROM seventh_form) m CROSS JOIN q
+    ),
     seventh_lexeme AS MATERIALIZED (
         -- a code taking a 7th character is reported completed: what the form holding the most of the term says is
-        -- the code's too (S82.891A, "... initial encounter for closed fracture", for a closed fracture); each
-        -- meaning read once
+        -- the code's too (S82.891A, "... initial encounter for closed fracture", for a closed fracture)
         SELECT DISTINCT ON (f.code) f.code, held.lexemes
-        FROM seventh_form f
-        JOIN (SELECT m.meaning, medrag_seventh_held(m.meaning, q.lexemes) AS lexemes
-              FROM (SELECT DISTINCT meaning FROM seventh_form) m CROSS JOIN q) held USING (meaning)
+        FROM seventh_form f JOIN seventh_held held USING (meaning)
         ORDER BY f.code, cardinality(held.lexemes) DESC, f.n
     ),
     added_lexeme AS MATERIALIZED (

@@ -165,6 +165,52 @@ def test_each_code_release_keeps_its_codes_stemmed_wordings(indexed_engine) -> N
     assert before == after
 
 
+ILIKE_ON_THE_TABLES = text("""
+    SELECT m.code, (row_number() OVER (ORDER BY m.matched DESC, m.size, m.code))::int, m.matched::float8
+    FROM (SELECT found.code, found.size, count(*) AS matched
+          FROM unnest(CAST(:patterns AS text[])) AS p(pattern)
+          CROSS JOIN LATERAL (
+              SELECT c.code, length(c.description) AS size FROM icd10cm_code c
+              WHERE :source = 'icd10cm' AND c.release_id = :r AND c.description ILIKE p.pattern
+                AND c.seventh_character IS NULL
+              UNION ALL
+              SELECT c.code, length(c.long_description) FROM hcpcs_code c
+              WHERE :source = 'hcpcs' AND c.release_id = :r AND c.long_description ILIKE p.pattern
+                AND c.kind = ANY (CAST(:kinds AS text[]))
+                AND (c.termination_date IS NULL OR c.termination_date >= current_date)) found
+          GROUP BY found.code, found.size) m
+    ORDER BY m.matched DESC, m.size, m.code
+    LIMIT 30""")
+
+
+@pytest.mark.parametrize(("source", "patterns", "kinds"), [
+    ("icd10cm", ["%close%", "%fractur%", "%RIGHT%", "%ankl%"], ["diagnosis"]),
+    ("icd10cm", ["%diabet%", "%Complic%"], ["diagnosis"]),
+    ("hcpcs", ["%wheelchair%", "%CUSHION%"], ["procedure"]),
+    ("hcpcs", ["%oxygen%"], ["procedure", "modifier"]),
+])
+def test_the_words_leg_matches_what_ilike_on_the_tabular_matches(indexed_engine, source, patterns, kinds) -> None:
+    """The words leg reads medrag_code_description (each description lower-cased, revision 0048), which every code
+    release holds as it loads; its codes, ranks and counts are those ILIKE over the loaded tables gives."""
+    with indexed_engine.begin() as conn:
+        release = conn.execute(text("SELECT id FROM release WHERE source = :s AND is_current"),
+                               {"s": source}).scalar_one()
+        missing = conn.execute(text(
+            "SELECT c.release_id, count(*) FROM (SELECT release_id, code FROM icd10cm_code "
+            "WHERE seventh_character IS NULL UNION ALL SELECT release_id, code FROM hcpcs_code) c "
+            "LEFT JOIN medrag_code_description d ON d.release_id = c.release_id AND d.code = c.code "
+            "WHERE d.code IS NULL GROUP BY 1")).all()
+        args = {"r": release, "source": source, "patterns": patterns, "kinds": kinds}
+        expected = conn.execute(ILIKE_ON_THE_TABLES, args).all()
+        found = conn.execute(text("SELECT * FROM medrag_code_words_leg(:r, :source, :patterns, :kinds, 30)"),
+                             args).all()
+        conn.execute(text("SELECT medrag_refresh_code_details(:r)"), {"r": release})
+        rewritten = conn.execute(text("SELECT * FROM medrag_code_words_leg(:r, :source, :patterns, :kinds, 30)"),
+                                 args).all()
+    assert missing == []
+    assert len(expected) == 30 and found == expected and rewritten == expected
+
+
 def test_a_negated_word_leaves_out_the_codes_that_name_it(finder) -> None:
     search = finder.find("fatty liver not caused by alcohol")
     icd = codes_of(search, ICD10CM)
